@@ -1,0 +1,452 @@
+"""Dragon's Egg, a climbing card game for 2 to 8 players, as a PettingZoo AEC environment.
+
+Every player tries to empty its hand first and become the Dragon; the last player left holds
+the Egg. Rules: ``docs/rules.md`` (R1..R34).
+
+| Import             | ``from dragons_egg_env import dragons_egg_v0``          |
+|--------------------|---------------------------------------------------------|
+| Actions            | Discrete(134), masked                                   |
+| Parallel API       | No (turn-based)                                         |
+| Manual control     | No                                                      |
+| Agents             | ``agents = ["player_0", ..., "player_{n-1}"]``          |
+| Agents count       | 2..8 (default 4)                                        |
+| Action shape       | (1,)                                                    |
+| Action values      | 0..133                                                  |
+| Observation shape  | ``{"observation": (size,), "action_mask": (134,)}``     |
+| Observation values | ``observation`` in [-1, 1] (float32), mask 0/1 (int8)   |
+
+Agents
+    ``player_0`` .. ``player_{n-1}`` sit at seats 0..n-1; "to the left" is the next seat. A
+    player who has gone out stays in ``env.agents`` and is skipped; all agents terminate together
+    when the match (``num_rounds`` rounds) ends.
+
+Observation
+    A dict: ``"observation"`` is a float32 vector whose named slices are listed in
+    ``docs/observation.md`` (generated from :func:`dragons_egg_env.observation.layout`), and
+    ``"action_mask"`` is an int8 vector with a 1 for each legal action of the agent to act (all
+    zeros for the others). The mask is also in ``infos[agent]["action_mask"]``. Seats in the
+    vector are relative to the observer and padded to ``max_players``. An observation holds only
+    what that player may know: its hand, the pile, the cards played this round, hand sizes, who
+    is out and in which place, who passed, the Egg's holder where it is known to the observer,
+    the phase, the round, the scores and the observer's own tribute knowledge. ``state()``
+    returns every hand too, for centralised critics.
+
+Actions
+    See :mod:`dragons_egg_env.actions` and ``docs/actions.md``: ``PASS``,
+    ``play(number, count)``, ``play_dragons(count)``, ``ask(card)``, ``give(card)``.
+
+Rewards
+    At the end of each round every agent receives its round reward (R27): with the default
+    ``rank`` scheme ``1 - 2p/(n-1)`` for finishing place ``p`` (the Dragon +1, the Egg holder -1);
+    with ``dragon_egg`` +1 / -1 / 0. The step that ends a round puts ``round_result`` in every
+    agent's info. ``env()`` ends the match with -1 for an agent that makes an illegal move
+    (others 0); ``raw_env()`` raises :class:`IllegalMoveError` instead.
+
+Arguments
+    ``dragons_egg_v0.env(num_players=4, num_rounds=3, render_mode=None, max_players=None,
+    deck_style="dragon", **rule_flags)``: the rule flags are the fields of
+    :class:`dragons_egg_env.config.RulesConfig` (``opening_ten_of_fire_alone``,
+    ``pass_locks_out``, ``completion_out_of_turn``, ``dragons_per_play``, ``tribute_asks``,
+    ``egg_in_tribute``, ``reward_scheme``). An unknown name or a bad value is a ``ValueError``.
+    ``render_mode``: ``"ansi"`` (returns text) or ``"human"`` (prints it). ``max_players``: pad
+    the observation to that many seats (default: ``num_players``). ``deck_style``: ``"dragon"`` or
+    ``"tarokka"`` (R2) for rendering.
+
+    ``reset(seed=None, options={"deals": [deal_round_0, ...]})`` plays the given deals (each one
+    list of card codes per seat) in those rounds and random deals after; other option keys are
+    ignored.
+
+Version history
+    * v0: initial release.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import secrets
+from typing import Any, Iterator
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv
+from pettingzoo.utils.env_logger import EnvLogger
+
+from . import engine as E
+from .actions import NUM_ACTIONS, describe
+from .cards import codes, mask_of
+from .config import RulesConfig
+from .observation import Encoder, layout, mask_array
+from .render import render_text
+
+ENV_NAME = "dragons_egg_v0"
+REPLAY_FORMAT = "dragons-egg-replay"
+REPLAY_VERSION = 1
+
+
+class IllegalMoveError(ValueError):
+    """An agent chose an action that is not legal now (raised by ``raw_env``)."""
+
+
+class ActionOutOfBoundsError(ValueError):
+    """An action outside the action space (0..NUM_ACTIONS-1, an integer)."""
+
+
+class OrderError(AssertionError):
+    """The API was used out of order (for example ``step`` before ``reset``), as PettingZoo's
+    ``OrderEnforcingWrapper`` reports it."""
+
+
+def _parse_deals(raw: Any, n: int) -> list[int]:
+    if not isinstance(raw, (list, tuple)):
+        raise ValueError(f"options['deals'] must be a list of deals, got {type(raw).__name__}")
+    out = []
+    for r, deal_ in enumerate(raw):
+        if not isinstance(deal_, (list, tuple)):
+            raise ValueError(f"deal of round {r} must be a list of hands, got {deal_!r}")
+        if len(deal_) != n:
+            raise ValueError(f"deal of round {r} has {len(deal_)} hands; the table has {n} seats")
+        hands = []
+        for seat, hand in enumerate(deal_):
+            if isinstance(hand, str) or not isinstance(hand, (list, tuple)):
+                raise ValueError(f"deal of round {r}, seat {seat}: a hand is a list of card "
+                                 f"codes, got {hand!r}")
+            try:
+                hands.append(mask_of(hand))
+            except ValueError as exc:
+                raise ValueError(f"deal of round {r}, seat {seat}: {exc}") from None
+        try:
+            E.check_deal(hands, n)
+        except E.DealError as exc:
+            raise E.DealError(f"deal of round {r}: {exc}") from None
+        out.append(hands)
+    return out
+
+
+class raw_env(AECEnv):
+    """Dragon's Egg AEC environment (see the module docstring)."""
+
+    metadata = {
+        "render_modes": ["ansi", "human"],
+        "name": ENV_NAME,
+        "is_parallelizable": False,
+    }
+
+    def __init__(self, render_mode: str | None = None, max_players: int | None = None,
+                 deck_style: str = "dragon", *, _terminate_illegal: bool = False,
+                 **rule_flags: Any) -> None:
+        super().__init__()
+        self.config = RulesConfig.from_kwargs(rule_flags)
+        n = self.config.num_players
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or "
+                             f"None, got {render_mode!r}")
+        if max_players is None:
+            max_players = n
+        if isinstance(max_players, bool) or not isinstance(max_players, int) \
+                or not n <= max_players <= 8:
+            raise ValueError(f"max_players must be an int in {n}..8 (>= num_players), "
+                             f"got {max_players!r}")
+        if deck_style not in ("dragon", "tarokka"):
+            raise ValueError(f"deck_style must be 'dragon' or 'tarokka', got {deck_style!r}")
+        self.render_mode = render_mode
+        self.max_players = max_players
+        self.deck_style = deck_style
+        self._terminate_illegal = _terminate_illegal
+        self.possible_agents = [f"player_{i}" for i in range(n)]
+        self.agent_name_mapping = {a: i for i, a in enumerate(self.possible_agents)}
+        self._encoder = Encoder(n, max_players, self.config.num_rounds)
+        self._state_encoder = Encoder(n, max_players, self.config.num_rounds, state=True)
+        size = self._encoder.lay.size
+        obs_space = spaces.Dict({
+            "observation": spaces.Box(-1.0, 1.0, (size,), np.float32),
+            "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), np.int8),
+        })
+        act_space = spaces.Discrete(NUM_ACTIONS)
+        self.observation_spaces = {a: obs_space for a in self.possible_agents}
+        self.action_spaces = {a: act_space for a in self.possible_agents}
+        self.state_space = spaces.Box(-1.0, 1.0, (self._state_encoder.lay.size,), np.float32)
+        self._zero_mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+        self._zero_mask.flags.writeable = False
+        self._has_reset = False
+        self._has_updated = False
+        self._rng: random.Random | None = None
+        self._s: E.State | None = None
+
+    # -- PettingZoo API -----------------------------------------------------------------
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self.action_spaces[agent]
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        deals = []
+        if options and "deals" in options:
+            deals = _parse_deals(options["deals"], self.config.num_players)
+        if seed is not None or self._rng is None:
+            if seed is None:
+                seed = secrets.randbits(63)
+            self._seed = seed
+            self._rng = random.Random(seed)
+        self._forced_deals = deals
+        self._deals: list[list[int]] = []
+        self._actions: list[tuple[int, int]] = []
+        self._illegal: tuple[int, int] | None = None
+        self._s = E.new_match(self.config)
+        self._deal_next()
+        self.agents = self.possible_agents[:]
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.infos = {a: {"action_mask": self._zero_mask} for a in self.agents}
+        self._rewards_dirty = False
+        self._result_in_infos = False
+        self._mask_holder = None
+        self._select()
+        self._has_reset = True
+        self._has_updated = True
+
+    def _deal_next(self) -> None:
+        s = self._s
+        r = s.round_idx
+        if r < len(self._forced_deals):
+            hands = self._forced_deals[r]
+        else:
+            hands = E.random_deal(s, self._rng)
+        E.deal(s, hands)
+        self._deals.append(list(hands))
+
+    def _select(self) -> None:
+        """Point ``agent_selection`` at the seat to act and refresh the info masks."""
+        s = self._s
+        if self._mask_holder is not None and self._mask_holder in self.infos:
+            self.infos[self._mask_holder]["action_mask"] = self._zero_mask
+        if s.phase == E.DONE:
+            self._mask_holder = None
+            return
+        agent = self.possible_agents[s.current]
+        self.agent_selection = agent
+        self.infos[agent]["action_mask"] = mask_array(E.legal_mask(s))
+        self._mask_holder = agent
+
+    def step(self, action: Any) -> None:
+        if not self._has_reset:
+            raise OrderError("reset() needs to be called before step.")
+        if not self.agents:
+            EnvLogger.warn_step_after_terminated_truncated()
+            return
+        self._has_updated = True
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        try:
+            a = int(action)
+            ok = a == action and not isinstance(action, (bool, np.bool_))
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok or not 0 <= a < NUM_ACTIONS:
+            raise ActionOutOfBoundsError(
+                f"{agent}: action {action!r} is outside the action space "
+                f"Discrete({NUM_ACTIONS}) (an integer 0..{NUM_ACTIONS - 1})")
+        s = self._s
+        if not (E.legal_mask(s) >> a) & 1:
+            if self._terminate_illegal:
+                self._end_by_illegal(agent, a)
+                return
+            raise IllegalMoveError(self._illegal_message(agent, a))
+        if self._rewards_dirty:
+            for k in self.rewards:
+                self.rewards[k] = 0.0
+            self._rewards_dirty = False
+        if self._result_in_infos:
+            for info in self.infos.values():
+                info.pop("round_result", None)
+            self._result_in_infos = False
+        self._cumulative_rewards[agent] = 0.0
+        nres = len(s.results)
+        E.step(s, a)
+        self._actions.append((s_seat := self.agent_name_mapping[agent], a))
+        del s_seat
+        if len(s.results) != nres:
+            self._round_ended(s.results[-1])
+            if s.phase == E.DEAL:
+                self._deal_next()
+            elif s.phase == E.DONE:
+                for k in self.terminations:
+                    self.terminations[k] = True
+        self._select()
+        if self._rewards_dirty:
+            self._accumulate_rewards()
+
+    def _round_ended(self, res: E.RoundResult) -> None:
+        names = self.possible_agents
+        for seat, r in enumerate(res.rewards):
+            self.rewards[names[seat]] = r
+        self._rewards_dirty = True
+        info = {
+            "round": res.round,
+            "finish_order": [names[q] for q in res.order],
+            "dragon": names[res.dragon],
+            "egg": names[res.egg],
+            "deadlock": res.deadlock,
+        }
+        for a in self.agents:
+            self.infos[a]["round_result"] = info
+        self._result_in_infos = True
+
+    def _end_by_illegal(self, agent: str, a: int) -> None:
+        EnvLogger.warn_on_illegal_move()
+        self._illegal = (self.agent_name_mapping[agent], a)
+        self._cumulative_rewards[agent] = 0.0
+        for k in self.agents:
+            self.rewards[k] = 0.0
+            self.terminations[k] = True
+            self.infos[k]["action_mask"] = self._zero_mask
+        self.rewards[agent] = -1.0
+        self._rewards_dirty = True
+        self._accumulate_rewards()
+        self._deads_step_first()
+
+    def _illegal_message(self, agent: str, a: int) -> str:
+        legal = ", ".join(f"{x} ({describe(x)})" for x in E.legal_actions(self._s))
+        return (f"{agent} made an illegal move: action {a} ({describe(a)}) in phase "
+                f"{self.phase()!r}; legal actions: {legal}")
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        if not self._has_reset:
+            raise OrderError("reset() needs to be called before observe.")
+        i = self.agent_name_mapping[agent]
+        s = self._s
+        obs = self._encoder.encode(s, i)
+        if s.current == i and s.phase != E.DONE and self._illegal is None:
+            mask = mask_array(E.legal_mask(s))
+        else:
+            mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+        return {"observation": obs, "action_mask": mask}
+
+    def state(self) -> np.ndarray:
+        if not self._has_reset:
+            raise OrderError("reset() needs to be called before state.")
+        return self._state_encoder.encode(self._s, 0)
+
+    def render(self) -> str | None:
+        if not self._has_reset:
+            raise OrderError("reset() needs to be called before render.")
+        if self.render_mode is None:
+            EnvLogger.warn_on_render_mode_none() if hasattr(
+                EnvLogger, "warn_on_render_mode_none") else None
+            return None
+        text = self.render_table(viewer=None)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def render_table(self, viewer: str | None = None) -> str:
+        """The table as text: ``viewer`` (an agent) sees its own hand only; ``None`` all."""
+        seat = None if viewer is None else self.agent_name_mapping[viewer]
+        return render_text(self._s, self.possible_agents, seat, self.deck_style)
+
+    def close(self) -> None:
+        pass
+
+    def agent_iter(self, max_iter: int = 2**63) -> Iterator[str]:
+        if not self._has_reset:
+            raise OrderError("reset() needs to be called before agent_iter.")
+        return _OrderedIter(self, max_iter)
+
+    # -- inspection ---------------------------------------------------------------------
+    @property
+    def engine_state(self) -> E.State:
+        """The engine state (the full hidden state; never hand it to an agent)."""
+        return self._s
+
+    def hand(self, agent: str) -> list[str]:
+        """The card codes in ``agent``'s hand."""
+        return codes(self._s.hands[self.agent_name_mapping[agent]])
+
+    def pile(self) -> list[list[str]]:
+        """The plays on the current pile, oldest first."""
+        return [codes(c) for _, c in self._s.plays]
+
+    def egg_holder(self) -> str:
+        return self.possible_agents[self._s.egg_holder]
+
+    def finish_order(self) -> list[str]:
+        """Who has gone out this round, in order (the full order once the match is done)."""
+        s = self._s
+        if s.phase == E.DONE and s.results:
+            return [self.possible_agents[q] for q in s.results[-1].order]
+        return [self.possible_agents[q] for q in s.finish]
+
+    def phase(self) -> str:
+        return E.PHASE_NAMES[self._s.phase] if self._illegal is None else "done"
+
+    def round_index(self) -> int:
+        return min(self._s.round_idx, self.config.num_rounds - 1)
+
+    def legal_actions(self) -> list[int]:
+        """The legal actions of ``agent_selection`` (empty once the match is over)."""
+        return [] if self._illegal is not None else E.legal_actions(self._s)
+
+    @property
+    def scores(self) -> dict[str, float]:
+        """Match score of each agent so far (R28)."""
+        return {a: self._s.scores[i] for i, a in enumerate(self.possible_agents)}
+
+    # -- replays ------------------------------------------------------------------------
+    def to_replay(self) -> dict[str, Any]:
+        """The match so far as a JSON-ready dict: config, seed, deals and actions."""
+        if not self._has_reset:
+            raise OrderError("reset() needs to be called before to_replay.")
+        names = self.possible_agents
+        return {
+            "format": REPLAY_FORMAT,
+            "version": REPLAY_VERSION,
+            "env": ENV_NAME,
+            "config": self.config.to_dict(),
+            "max_players": self.max_players,
+            "seed": self._seed,
+            "deals": [[codes(h) for h in hands] for hands in self._deals],
+            "actions": [[names[p], a] for p, a in self._actions],
+            "finished": self._s.phase == E.DONE,
+            "illegal_move": None if self._illegal is None
+            else [names[self._illegal[0]], self._illegal[1]],
+        }
+
+    def save_replay(self, path: str) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.to_replay(), f, indent=1)
+
+
+class _OrderedIter:
+    def __init__(self, env: raw_env, max_iter: int) -> None:
+        self.env = env
+        self.left = max_iter
+
+    def __iter__(self) -> "_OrderedIter":
+        return self
+
+    def __next__(self) -> str:
+        env = self.env
+        if not env.agents or self.left <= 0:
+            raise StopIteration
+        if not env._has_updated:
+            raise OrderError("need to call step() or reset() in a loop over `agent_iter`")
+        env._has_updated = False
+        self.left -= 1
+        return env.agent_selection
+
+
+def env(**kwargs: Any) -> raw_env:
+    """The environment with the safety of PettingZoo's classic envs, checked inside the env:
+    an illegal move ends the match with -1 for the offender, an out-of-bounds action is an
+    error, and the API must be used in order."""
+    return raw_env(_terminate_illegal=True, **kwargs)
+
+
+__all__ = ["env", "raw_env", "IllegalMoveError", "ActionOutOfBoundsError", "OrderError",
+           "ENV_NAME"]

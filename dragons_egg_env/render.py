@@ -1,0 +1,48 @@
+"""Text rendering of a table (``render_mode="ansi"`` / ``"human"``)."""
+
+from __future__ import annotations
+
+from . import engine as E
+from .cards import card_name, iter_cards
+
+
+def cards_text(mask: int, deck_style: str = "dragon") -> str:
+    return " ".join(card_name(c, deck_style) for c in iter_cards(mask)) or "-"
+
+
+def render_text(s: E.State, names: list[str], viewer: int | None = None,
+                deck_style: str = "dragon") -> str:
+    """A readable table. ``viewer`` is a seat whose own hand is shown (others: sizes only);
+    ``None`` is a spectator view with every hand."""
+    lines = [f"Dragon's Egg: round {min(s.round_idx + 1, s.config.num_rounds)}/"
+             f"{s.config.num_rounds}, phase {s.phase_name}"
+             + (f", to act: {names[s.current]}" if s.current >= 0 else "")]
+    egg_known = viewer is None or s.egg_known >> viewer & 1
+    for q in range(s.n):
+        tags = []
+        if q == s.dragon:
+            tags.append("Dragon")
+        if q == s.victim:
+            tags.append("pays tribute")
+        if egg_known and q == s.egg_holder and s.phase != E.DONE:
+            tags.append("holds the Egg")
+        if q in s.finish and s.phase != E.DONE:
+            tags.append(f"out #{s.finish.index(q) + 1}")
+        if s.passed >> q & 1:
+            tags.append("passed")
+        marker = ">" if q == s.current else " "
+        size = s.hands[q].bit_count()
+        shown = cards_text(s.hands[q], deck_style) if viewer is None or viewer == q else "(hidden)"
+        lines.append(f"{marker} {names[q]:<10} {size:>2} cards  score {s.scores[q]:+.2f}  "
+                     f"{'[' + ', '.join(tags) + ']' if tags else ''}")
+        lines.append(f"    {shown}")
+    if s.plays:
+        pile = " | ".join(f"{names[p]}: {cards_text(c, deck_style)}" for p, c in s.plays)
+    else:
+        pile = "(empty)"
+    lines.append(f"  pile: {pile}")
+    if s.results:
+        last = s.results[-1]
+        lines.append("  last round: " + " > ".join(names[q] for q in last.order)
+                     + (" (deadlock)" if last.deadlock else ""))
+    return "\n".join(lines)
