@@ -9,4 +9,19 @@ from .config import ConfigError, RulesConfig
 
 __version__ = "0.1.0"
 
+
+def _register() -> None:
+    """Register ``dragons_egg_v0`` with PettingZoo's registry where the version has one."""
+    try:
+        from pettingzoo import register as _pz_register  # PettingZoo >= 1.27
+    except ImportError:  # older PettingZoo: no registry
+        return
+    from pettingzoo import aec_registry
+
+    if "dragons_egg_v0" not in aec_registry:
+        _pz_register("aec", "dragons_egg_v0", entry_point="dragons_egg_env.dragons_egg_v0:env")
+
+
+_register()
+
 __all__ = ["actions", "cards", "engine", "RulesConfig", "ConfigError", "__version__"]

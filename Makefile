@@ -1,0 +1,29 @@
+# Entry points (see README): `make demo` runs the main job, `make test` the whole test suite.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench docs clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m dragons_egg_env
+
+test: $(STAMP)
+	$(PY) -m pytest -n 2 -q
+
+bench: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,bench]'
+	$(PY) -m dragons_egg_env.bench
+
+docs: $(STAMP)
+	$(PY) -m dragons_egg_env.docs
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -1,0 +1,471 @@
+"""Throughput benchmark: steps per second of uniformly random legal play, on one CPU core.
+
+Run ``python -m dragons_egg_env.bench`` (or ``dragons-egg-bench``); ``--help`` lists the options.
+``docs/benchmark.md`` explains the method and records figures.
+
+Every measurement plays whole episodes of uniformly random legal actions (drawn with one seeded
+``random.Random``) through one loop shape, as far as each API allows:
+
+* ``engine``: ``legal_actions`` + random choice + ``step``, ``random_deal`` at deal phases (the
+  deal is timed but not counted as a step), a new match when one is done; no observation.
+* PettingZoo AEC envs (``dragons_egg_v0.raw_env()``/``env()``, ``leduc_holdem_v4.raw_env()``/
+  ``env()`` and the no-logic floor)::
+
+      for agent in env.agent_iter():
+          obs, rew, term, trunc, info = env.last()
+          action = None if term or trunc else <random choice among np.flatnonzero(obs["action_mask"])>
+          env.step(action)
+
+  Every ``env.step`` call is a step (the ``None`` steps of terminated agents too; decisions
+  alone are reported beside). The env is reset with ``--seed`` once and with ``reset()`` after
+  each episode, so its own RNG carries on (re-seeding every episode would rebuild the rlcard
+  game inside PettingZoo's leduc env, which costs several times its episode).
+* OpenSpiel ``dou_dizhu`` through ``pyspiel``: at chance nodes an outcome of
+  ``state.chance_outcomes()`` drawn uniformly (its chance nodes are uniform; checked), else a
+  random choice from ``state.legal_actions()``; ``state.apply_action``. Every applied action,
+  chance included, is a step; decisions alone are reported beside.
+
+Each measurement warms up, then runs ``--seconds`` split into five slices that end on episode
+boundaries; the figure is the median slice rate (the spread shows the noise). The clock is read
+only between episodes, so no loop pays for it per step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+import warnings
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import engine as E
+from .actions import NUM_ACTIONS
+from .config import RulesConfig
+
+SLICES = 5
+FLOOR_EPISODE_STEPS = 100
+
+# Ratio name, numerator key, denominator key, target.
+TARGETS = (
+    ("env() / no-logic floor", "de_env", "floor", 1.0),
+    ("raw_env() / leduc raw_env()", "de_raw", "leduc_raw", 1.3),
+    ("engine / OpenSpiel dou_dizhu", "engine", "dou_dizhu", 1.0),
+)
+
+
+class Skip(Exception):
+    """A peer that is not installed; the message names the missing module."""
+
+
+# ---------------------------------------------------------------------------------------
+# Loops. Each ``run(deadline)`` plays whole episodes until the clock passes ``deadline`` and
+# returns (steps, decisions, episodes); state (env, rng) carries over between calls.
+
+class EngineLoop:
+    def __init__(self, players: int, seed: int) -> None:
+        self.config = RulesConfig(num_players=players)
+        self.rng = random.Random(seed)
+
+    def run(self, deadline: float) -> tuple[int, int, int]:
+        rng = self.rng
+        config = self.config
+        new_match, legal_actions, step = E.new_match, E.legal_actions, E.step
+        deal, random_deal = E.deal, E.random_deal
+        DEAL, DONE = E.DEAL, E.DONE
+        clock = time.perf_counter
+        steps = episodes = 0
+        while True:
+            s = new_match(config)
+            while True:
+                ph = s.phase
+                if ph == DEAL:
+                    deal(s, random_deal(s, rng))
+                    continue
+                if ph == DONE:
+                    break
+                acts = legal_actions(s)
+                step(s, acts[rng.randrange(len(acts))])
+                steps += 1
+            episodes += 1
+            if clock() >= deadline:
+                return steps, steps, episodes
+
+
+class AECLoop:
+    """The standard PettingZoo AEC loop over any AEC env."""
+
+    def __init__(self, make: Callable[[], Any], seed: int) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.env = make()
+            self.env.reset(seed=seed)
+        self.rng = random.Random(seed)
+
+    def run(self, deadline: float) -> tuple[int, int, int]:
+        env = self.env
+        rng = self.rng
+        flatnonzero = np.flatnonzero
+        clock = time.perf_counter
+        steps = dead = episodes = 0
+        while True:
+            for agent in env.agent_iter():
+                obs, rew, term, trunc, info = env.last()
+                if term or trunc:
+                    action = None
+                    dead += 1
+                else:
+                    legal = flatnonzero(obs["action_mask"])
+                    action = legal[rng.randrange(len(legal))]
+                env.step(action)
+                steps += 1
+            episodes += 1
+            env.reset()
+            if clock() >= deadline:
+                return steps, steps - dead, episodes
+
+
+class OpenSpielLoop:
+    def __init__(self, name: str, seed: int) -> None:
+        try:
+            import pyspiel
+        except ImportError as exc:
+            raise Skip(exc.name or "pyspiel") from None
+        self.game = pyspiel.load_game(name)
+        self.rng = random.Random(seed)
+        s = self.game.new_initial_state()
+        while s.is_chance_node():  # the uniform draw below is exact only for uniform chance
+            probs = {p for _, p in s.chance_outcomes()}
+            if max(probs) - min(probs) > 1e-12:
+                raise RuntimeError(f"{name}: chance nodes are not uniform; the loop assumes so")
+            s.apply_action(s.chance_outcomes()[0][0])
+
+    def run(self, deadline: float) -> tuple[int, int, int]:
+        game = self.game
+        rng = self.rng
+        clock = time.perf_counter
+        steps = chance = episodes = 0
+        while True:
+            state = game.new_initial_state()
+            while not state.is_terminal():
+                if state.is_chance_node():
+                    outcomes = state.chance_outcomes()
+                    state.apply_action(outcomes[rng.randrange(len(outcomes))][0])
+                    chance += 1
+                else:
+                    acts = state.legal_actions()
+                    state.apply_action(acts[rng.randrange(len(acts))])
+                steps += 1
+            episodes += 1
+            if clock() >= deadline:
+                return steps, steps - chance, episodes
+
+
+# ---------------------------------------------------------------------------------------
+# The floor: an AEC env with no game logic, wrapped like pettingzoo.classic envs.
+
+def make_floor_env(episode_steps: int = FLOOR_EPISODE_STEPS) -> Any:
+    """A 2-agent AEC env whose step only hands the turn over (the episode ends after
+    ``episode_steps`` steps), with a Dict observation holding an action mask, wrapped in
+    TerminateIllegalWrapper, AssertOutOfBoundsWrapper and OrderEnforcingWrapper."""
+    from gymnasium import spaces
+    from pettingzoo import AECEnv
+    from pettingzoo.utils import wrappers
+
+    class FloorEnv(AECEnv):
+        metadata = {"name": "no_logic_floor_v0", "render_modes": [], "is_parallelizable": False}
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.possible_agents = ["player_0", "player_1"]
+            obs_space = spaces.Dict({
+                "observation": spaces.Box(0.0, 1.0, (8,), np.float32),
+                "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), np.int8),
+            })
+            self.observation_spaces = {a: obs_space for a in self.possible_agents}
+            self.action_spaces = {a: spaces.Discrete(NUM_ACTIONS) for a in self.possible_agents}
+            self._obs = np.zeros(8, dtype=np.float32)
+            self._mask = np.ones(NUM_ACTIONS, dtype=np.int8)
+            self._next = {"player_0": "player_1", "player_1": "player_0"}
+
+        def observation_space(self, agent: str) -> Any:
+            return self.observation_spaces[agent]
+
+        def action_space(self, agent: str) -> Any:
+            return self.action_spaces[agent]
+
+        def observe(self, agent: str) -> dict[str, np.ndarray]:
+            return {"observation": self._obs, "action_mask": self._mask}
+
+        def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+            self.agents = self.possible_agents[:]
+            self.rewards = {a: 0.0 for a in self.agents}
+            self._cumulative_rewards = {a: 0.0 for a in self.agents}
+            self.terminations = {a: False for a in self.agents}
+            self.truncations = {a: False for a in self.agents}
+            self.infos = {a: {} for a in self.agents}
+            self.agent_selection = self.agents[0]
+            self._t = 0
+
+        def step(self, action: Any) -> None:
+            agent = self.agent_selection
+            if self.terminations[agent] or self.truncations[agent]:
+                self._was_dead_step(action)
+                return
+            self._t += 1
+            if self._t >= episode_steps:
+                for a in self.agents:
+                    self.terminations[a] = True
+            self.agent_selection = self._next[agent]
+
+    env = FloorEnv()
+    env = wrappers.TerminateIllegalWrapper(env, illegal_reward=-1)
+    env = wrappers.AssertOutOfBoundsWrapper(env)
+    return wrappers.OrderEnforcingWrapper(env)
+
+
+# ---------------------------------------------------------------------------------------
+# The measurements.
+
+def _leduc(kind: str) -> Callable[[], Any]:
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+    for mod in ("rlcard", "pygame"):
+        try:
+            __import__(mod)
+        except ImportError:
+            raise Skip(mod) from None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            from pettingzoo.classic import leduc_holdem_v4
+        except ImportError as exc:
+            raise Skip(exc.name or "pettingzoo.classic") from None
+    return getattr(leduc_holdem_v4, kind)
+
+
+def _de(kind: str, players: int) -> Callable[[], Any]:
+    from . import dragons_egg_v0
+
+    make = getattr(dragons_egg_v0, kind)
+    return lambda: make(num_players=players)
+
+
+def measurements(players: int) -> list[tuple[str, str, Callable[[int], Any]]]:
+    """(key, label, factory(seed) -> loop) of every measurement, in run order."""
+    return [
+        ("engine", f"engine alone ({players} players, no observation)",
+         lambda seed: EngineLoop(players, seed)),
+        ("de_raw", f"dragons_egg_v0.raw_env() ({players} players)",
+         lambda seed: AECLoop(_de("raw_env", players), seed)),
+        ("de_env", f"dragons_egg_v0.env() ({players} players)",
+         lambda seed: AECLoop(_de("env", players), seed)),
+        ("floor", "no-logic AEC env + 3 classic wrappers",
+         lambda seed: AECLoop(make_floor_env, seed)),
+        ("leduc_raw", "pettingzoo leduc_holdem_v4.raw_env()",
+         lambda seed: AECLoop(_leduc("raw_env"), seed)),
+        ("leduc_env", "pettingzoo leduc_holdem_v4.env()",
+         lambda seed: AECLoop(_leduc("env"), seed)),
+        ("dou_dizhu", "OpenSpiel dou_dizhu (pyspiel)",
+         lambda seed: OpenSpielLoop("dou_dizhu", seed)),
+    ]
+
+
+def measure(loop: Any, seconds: float) -> dict[str, Any]:
+    """Warm up, then time ``SLICES`` slices of ``seconds / SLICES`` each."""
+    clock = time.perf_counter
+    loop.run(clock() + min(1.0, 0.1 * seconds))  # warm-up: caches, lazy imports
+    gc.collect()
+    rates, drates = [], []
+    steps = decisions = episodes = 0
+    for _ in range(SLICES):
+        t0 = clock()
+        n, d, e = loop.run(t0 + seconds / SLICES)
+        dt = clock() - t0
+        rates.append(n / dt)
+        drates.append(d / dt)
+        steps += n
+        decisions += d
+        episodes += e
+    return {
+        "steps_per_s": statistics.median(rates),
+        "decisions_per_s": statistics.median(drates),
+        "slice_steps_per_s": rates,
+        "spread": (max(rates) - min(rates)) / statistics.median(rates),
+        "steps": steps,
+        "decisions": decisions,
+        "episodes": episodes,
+        "steps_per_episode": steps / episodes,
+    }
+
+
+def pin_to_one_core() -> int | None:
+    """Pin this process to its first allowed CPU; returns it (None where unsupported)."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    cpu = min(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpu})
+    return cpu
+
+
+def _versions() -> dict[str, str]:
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for dist in ("dragons-egg", "numpy", "pettingzoo", "gymnasium", "rlcard", "open-spiel",
+                 "pygame"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _fmt_rate(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+# ---------------------------------------------------------------------------------------
+# Command line.
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
+    return v
+
+
+def _players(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 2 <= v <= 8:
+        raise argparse.ArgumentTypeError(f"must be 2..8, got {v}")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m dragons_egg_env.bench",
+        description="Steps per second of uniformly random legal play, pinned to one CPU core: "
+                    "the Dragon's Egg engine and envs against PettingZoo leduc_holdem_v4, "
+                    "OpenSpiel dou_dizhu and a no-logic AEC env (peers are skipped when not "
+                    "installed; pip install 'dragons-egg[bench]').")
+    p.add_argument("--seconds", type=_positive_float, default=5.0,
+                   help="timed seconds per measurement, after a short warm-up (default: 5)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every RNG (default: 0)")
+    p.add_argument("--players", type=_players, default=4,
+                   help="Dragon's Egg table size, 2..8 (default: 4)")
+    p.add_argument("--json", metavar="PATH", help="also write the figures to PATH as JSON")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.json:
+        parent = os.path.dirname(os.path.abspath(args.json))
+        if not os.path.isdir(parent):
+            parser.error(f"--json: directory {parent!r} does not exist")
+
+    old_affinity = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    try:
+        cpu = pin_to_one_core()
+        return _run(args, cpu)
+    finally:
+        if old_affinity is not None:
+            os.sched_setaffinity(0, old_affinity)
+
+
+def _run(args: argparse.Namespace, cpu: int | None) -> int:
+    print(f"dragons-egg bench: {args.seconds:g} s per measurement, seed {args.seed}, "
+          f"{args.players} players; pinned to CPU {cpu if cpu is not None else '(not supported)'} "
+          f"({_cpu_model()}), Python {platform.python_version()}", flush=True)
+    plan = measurements(args.players)
+    results: dict[str, dict[str, Any]] = {}
+    labels = {}
+    for i, (key, label, factory) in enumerate(plan, 1):
+        labels[key] = label
+        print(f"[{i}/{len(plan)}] {label} ...", end=" ", flush=True)
+        try:
+            loop = factory(args.seed)
+        except Skip as exc:
+            print(f"skipped (not installed: {exc})", flush=True)
+            results[key] = {"skipped": f"not installed: {exc}"}
+            continue
+        r = measure(loop, args.seconds)
+        results[key] = r
+        print(f"{_fmt_rate(r['steps_per_s'])} steps/s", flush=True)
+        del loop
+        gc.collect()
+
+    print()
+    w = max(len(lbl) for lbl in labels.values())
+    head = (f"{'measurement':<{w}}  {'steps/s':>10}  {'decisions/s':>11}  {'spread':>6}  "
+            f"{'steps/episode':>13}")
+    print(head)
+    print("-" * len(head))
+    for key, _, _ in plan:
+        r = results[key]
+        if "skipped" in r:
+            print(f"{labels[key]:<{w}}  skipped ({r['skipped']})")
+            continue
+        print(f"{labels[key]:<{w}}  {_fmt_rate(r['steps_per_s']):>10}  "
+              f"{_fmt_rate(r['decisions_per_s']):>11}  {r['spread']:>6.1%}  "
+              f"{r['steps_per_episode']:>13.1f}")
+    print("steps/s: median of 5 slices; spread: (max - min) / median of the slices. AEC steps "
+          "include the None steps of terminated agents; dou_dizhu steps include its chance "
+          "actions (the deal), the engine's exclude its deals; decisions/s counts neither.")
+
+    print()
+    ratios = []
+    for name, num, den, target in TARGETS:
+        a, b = results[num], results[den]
+        if "skipped" in a or "skipped" in b:
+            print(f"{name:<30}  n/a   (target >= {target:g}; {den} skipped)")
+            ratios.append({"name": name, "target": target, "ratio": None, "pass": None})
+            continue
+        ratio = a["steps_per_s"] / b["steps_per_s"]
+        ok = ratio >= target
+        print(f"{name:<30}  {ratio:5.2f}  (target >= {target:g})  {'PASS' if ok else 'MISS'}")
+        ratios.append({"name": name, "numerator": num, "denominator": den, "target": target,
+                       "ratio": ratio, "pass": ok,
+                       "decision_ratio": a["decisions_per_s"] / b["decisions_per_s"]})
+
+    if args.json:
+        doc = {
+            "seconds": args.seconds, "seed": args.seed, "players": args.players,
+            "pinned_cpu": cpu, "cpu_model": _cpu_model(), "platform": platform.platform(),
+            "versions": _versions(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "results": {k: {"label": labels[k], **v} for k, v in results.items()},
+            "ratios": ratios,
+        }
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

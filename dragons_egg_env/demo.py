@@ -1,0 +1,75 @@
+"""The main job for now: one seeded match of random agents, rendered as text, with its results.
+
+``python -m dragons_egg_env [--seed N] [--players N] [--rounds N] [--deck-style tarokka]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+
+from .actions import describe
+from .dragons_egg_v0 import raw_env
+
+
+def _positive(lo: int, hi: int | None = None):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if v < lo or (hi is not None and v > hi):
+            raise argparse.ArgumentTypeError(
+                f"expected {lo}..{hi}, got {v}" if hi is not None else f"expected >= {lo}, got {v}")
+        return v
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m dragons_egg_env",
+                                description="Play one seeded match of random agents and show it.")
+    p.add_argument("--seed", type=_positive(0), default=0, help="match seed (default 0)")
+    p.add_argument("--players", type=_positive(2, 8), default=4, help="table size 2..8")
+    p.add_argument("--rounds", type=_positive(1), default=3, help="rounds in the match")
+    p.add_argument("--deck-style", choices=("dragon", "tarokka"), default="dragon")
+    p.add_argument("--quiet", action="store_true", help="only print the results")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    env = raw_env(num_players=args.players, num_rounds=args.rounds, deck_style=args.deck_style)
+    env.reset(seed=args.seed)
+    rng = random.Random(args.seed)
+    out = sys.stdout
+    shown_round = -1
+    for agent in env.agent_iter():
+        _, _, term, trunc, _ = env.last(observe=False)
+        if term or trunc:
+            env.step(None)
+            continue
+        if env.round_index() != shown_round and not args.quiet:
+            shown_round = env.round_index()
+            print(f"\n=== round {shown_round + 1} ===", file=out)
+            print(env.render_table(), file=out)
+        legal = env.legal_actions()
+        action = legal[rng.randrange(len(legal))]
+        phase = env.phase()
+        nres = len(env.engine_state.results)
+        env.step(action)
+        if not args.quiet:
+            print(f"  {agent:<9} [{phase}] {describe(action)}", file=out)
+        if len(env.engine_state.results) != nres:
+            res = env.infos[agent]["round_result"]
+            print(f"round {res['round'] + 1} over: " + " > ".join(res["finish_order"])
+                  + ("  (deadlock)" if res["deadlock"] else ""), file=out)
+    print("\n=== results ===", file=out)
+    scores = env.scores
+    for rank, (a, sc) in enumerate(sorted(scores.items(), key=lambda kv: -kv[1]), start=1):
+        print(f"{rank}. {a:<9} match score {sc:+.2f}", file=out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

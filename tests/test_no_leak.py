@@ -1,0 +1,116 @@
+"""No hidden information reaches an observation (R19, R34, R12)."""
+
+import random
+
+import numpy as np
+import pytest
+
+from dragons_egg_env import engine as E
+from dragons_egg_env import dragons_egg_v0
+from dragons_egg_env.cards import EGG_BIT, iter_cards
+
+
+def shuffled_hidden(s: E.State, observer: int, rng: random.Random) -> E.State:
+    """A copy of ``s`` in which the cards the observer cannot see are reshuffled among the
+    other players, keeping each hand's size and everything the observer knows: the Egg stays
+    where it is and, for the two tribute players, every card named in the tribute stays put."""
+    t = s.clone()
+    fixed = EGG_BIT
+    if observer in (s.dragon, s.victim):
+        fixed |= s.asked | s.hits | s.given
+    others = [q for q in range(s.n) if q != observer]
+    pool = []
+    for q in others:
+        pool += list(iter_cards(s.hands[q] & ~fixed))
+    rng.shuffle(pool)
+    k = 0
+    for q in others:
+        keep = s.hands[q] & fixed
+        free = (s.hands[q] & ~fixed).bit_count()
+        hand = keep
+        for c in pool[k:k + free]:
+            hand |= 1 << c
+            t.owner[c] = q
+        k += free
+        t.hands[q] = hand
+    t.th = [E.thermometer(h) for h in t.hands]
+    t.mask = -1
+    return t
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 6, 8])
+@pytest.mark.parametrize("flags", [{}, {"egg_in_tribute": True, "tribute_asks": 5},
+                                   {"pass_locks_out": True, "max_players": 8}])
+def test_observation_unchanged_when_hidden_cards_shuffled(n, flags):
+    rng = random.Random(n)
+    env = dragons_egg_v0.raw_env(num_players=n, num_rounds=3, **flags)
+    checked = 0
+    for seed in range(4):
+        env.reset(seed=seed)
+        for agent in env.agent_iter():
+            obs, _, term, trunc, _ = env.last()
+            if term:
+                env.step(None)
+                continue
+            s = env.engine_state
+            if rng.random() < 0.3:
+                for observer in range(n):
+                    name = env.possible_agents[observer]
+                    before = env.observe(name)
+                    env._s = shuffled_hidden(s, observer, rng)
+                    after = env.observe(name)
+                    env._s = s
+                    assert np.array_equal(before["observation"], after["observation"]), \
+                        f"{name}'s observation depends on hidden cards (phase {s.phase_name})"
+                    assert np.array_equal(before["action_mask"], after["action_mask"])
+                    checked += 1
+            legal = np.flatnonzero(obs["action_mask"])
+            env.step(int(legal[rng.randrange(len(legal))]))
+    assert checked > 50
+
+
+def test_completion_offer_is_only_in_the_offered_players_observation():
+    """R12: find an out-of-turn offer and check no other observation shows it."""
+    rng = random.Random(3)
+    env = dragons_egg_v0.raw_env(num_players=4, num_rounds=1)
+    lay = env._encoder.lay
+    found = 0
+    for seed in range(200):
+        env.reset(seed=seed)
+        for agent in env.agent_iter():
+            obs, _, term, _, _ = env.last()
+            if term:
+                env.step(None)
+                continue
+            s = env.engine_state
+            if s.phase == E.COMPLETE:
+                found += 1
+                offered = s.current
+                for q, name in enumerate(env.possible_agents):
+                    o = env.observe(name)["observation"]
+                    phase = o[lay["phase"]]
+                    if q == offered:
+                        assert phase[1] == 1.0
+                    else:
+                        assert phase[0] == 1.0 and phase[1] == 0.0
+                        to_act = o[lay["to_act"]]
+                        assert to_act[(s.turn - q) % 4] == 1.0  # the turn holder, not the offer
+            legal = np.flatnonzero(obs["action_mask"])
+            env.step(int(legal[rng.randrange(len(legal))]))
+        if found >= 5:
+            break
+    assert found >= 5
+
+
+def test_egg_holder_private_after_deal():
+    """R19: before the Egg is first passed only its holder sees where it is."""
+    env = dragons_egg_v0.raw_env(num_players=4)
+    env.reset(seed=0)
+    lay = env._encoder.lay
+    s = env.engine_state
+    for q, name in enumerate(env.possible_agents):
+        egg = env.observe(name)["observation"][lay["egg_holder"]]
+        if q == s.egg_holder:
+            assert egg[0] == 1.0 and egg.sum() == 1.0
+        else:
+            assert egg.sum() == 0.0
