@@ -119,78 +119,96 @@ class Encoder:
         self.lay = layout(max_players, state)
         self.state = state
         lay = self.lay
-        self.off = {f.name: f.start for f in lay.fields}
+        self._o = _Offsets(lay)
+        self.size = lay.size
         self.nbytes = (lay.num_binary + 7) // 8
         self.scalar_start = lay.num_binary
-
-    def _rel(self, mask: int, i: int) -> int:
-        """Rotate a seat bitmask so that seat ``i`` lands in slot 0."""
-        n = self.n
-        full = (1 << n) - 1
-        return ((mask >> i) | (mask << (n - i))) & full
+        self._inv_rounds = 1.0 / num_rounds
+        self._order = [[(i + j) % n for j in range(n)] for i in range(n)]
+        self._rot = [[(q - i) % n for q in range(n)] for i in range(n)]
+        self._pad = [0.0] * (max_players - n)
+        self._present = ((1 << n) - 1) << lay.field("seat_present").start
 
     def encode(self, s: E.State, i: int) -> np.ndarray:
         """Observation vector of seat ``i`` (``state=True`` encoders: the full state from seat 0)."""
-        off = self.off
+        o = self._o
         n, m = self.n, self.m
         full = self.state
-        rel = self._rel
-        bits = s.hands[i] | (s.pile << off["pile"]) | (s.played << off["played"])
+        rot = self._rot[i]  # rot[q]: relative slot of seat q
+        bits = s.hands[i] | (s.pile << o.pile) | (s.played << o.played)
         r = s.top_rank
         if r:
-            bits |= 1 << (off["top_number"] + r - 1)
-            bits |= 1 << (off["top_count"] + s.top_count - 1)
-        base = off["out_place"]
+            bits |= (1 << (o.top_number + r - 1)) | (1 << (o.top_count + s.top_count - 1))
+            bits |= 1 << (o.last_player + rot[s.last_player])
+        base = o.out_place
         for place, q in enumerate(s.finish):
-            if place < n:
-                bits |= 1 << (base + ((q - i) % n) * m + place)
-        bits |= rel(s.passed, i) << off["passed"]
-        bits |= rel(s.locked, i) << off["locked"]
+            bits |= 1 << (base + rot[q] * m + place)
+        seats = (1 << n) - 1
+        if s.passed:
+            x = s.passed
+            bits |= (((x >> i) | (x << (n - i))) & seats) << o.passed
+        if s.locked:
+            x = s.locked
+            bits |= (((x >> i) | (x << (n - i))) & seats) << o.locked
         if full or s.egg_known >> i & 1:
-            bits |= 1 << (off["egg_holder"] + (s.egg_holder - i) % n)
+            bits |= 1 << (o.egg_holder + rot[s.egg_holder])
         ph = s.phase
-        if ph == E.COMPLETE and (full or s.current == i):
-            phase_bit = 1
-        elif ph == E.COMPLETE:
-            phase_bit = 0  # R12: the offer is in no other observation
-        else:
-            phase_bit = (0, 1, 2, 3, 4, 4)[ph]
-        bits |= 1 << (off["phase"] + phase_bit)
+        if ph == E.COMPLETE and not full and s.current != i:
+            ph = E.PLAY  # R12: the offer is in no other observation
+        bits |= 1 << (o.phase + _PHASE_SLOT[ph])
         if s.turn >= 0:
-            bits |= 1 << (off["to_act"] + (s.turn - i) % n)
-        if s.last_player >= 0 and r:
-            bits |= 1 << (off["last_player"] + (s.last_player - i) % n)
+            bits |= 1 << (o.to_act + rot[s.turn])
         if s.dragon >= 0:
-            bits |= 1 << (off["dragon"] + (s.dragon - i) % n)
-            bits |= 1 << (off["tribute_payer"] + (s.victim - i) % n)
-        bits |= ((1 << n) - 1) << off["seat_present"]
+            bits |= (1 << (o.dragon + rot[s.dragon])) | (1 << (o.tribute_payer + rot[s.victim]))
+        bits |= self._present
         party = full or i == s.dragon or i == s.victim
-        if party:  # R34: the exchange is private to the two players
-            bits |= (s.asked << off["tribute_asked"]) | (s.hits << off["tribute_taken"]) \
-                | (s.given << off["tribute_given"])
+        if party and s.asked:  # R34: the exchange is private to the two players
+            bits |= (s.asked << o.tribute_asked) | (s.hits << o.tribute_taken) \
+                | (s.given << o.tribute_given)
         if full:
-            base = off["all_hands"]
+            base = o.all_hands
             for q in range(n):
                 bits |= s.hands[q] << (base + q * NUM_CARDS)
-        out = np.empty(self.lay.size, dtype=np.float32)
+        out = np.empty(self.size, dtype=np.float32)
         nb = self.scalar_start
-        out[:nb] = np.unpackbits(
-            np.frombuffer(bits.to_bytes(self.nbytes, "little"), dtype=np.uint8),
-            bitorder="little", count=nb)
+        out[:nb] = np.unpackbits(np.frombuffer(bits.to_bytes(self.nbytes, "little"), np.uint8),
+                                 bitorder="little", count=nb)
         hands = s.hands
-        sizes = [hands[(i + j) % n].bit_count() / NUM_CARDS for j in range(n)]
-        scores = [s.scores[(i + j) % n] / self.num_rounds for j in range(n)]
-        pad = [0.0] * (m - n)
-        asks = s.asks_left / 44.0 if party else 0.0
-        out[nb:] = sizes + pad + scores + pad + [s.round_idx / self.num_rounds, asks]
+        sc = s.scores
+        inv = self._inv_rounds
+        order = self._order[i]
+        out[nb:] = ([hands[q].bit_count() * _INV_CARDS for q in order] + self._pad
+                    + [sc[q] * inv for q in order] + self._pad
+                    + [s.round_idx * inv, s.asks_left / 44.0 if party else 0.0])
         return out
 
 
+_INV_CARDS = 1.0 / NUM_CARDS
+# Phase slot of each engine phase: play, complete, ask, give, done (deal shows as done).
+_PHASE_SLOT = (0, 1, 2, 3, 4, 4)
+
+
+class _Offsets:
+    """Start of each field, as attributes (faster than dict lookups in the hot path)."""
+
+    def __init__(self, lay: Layout) -> None:
+        for f in lay.fields:
+            setattr(self, f.name, f.start)
+
+
+_MASK_CACHE: dict[int, np.ndarray] = {}
+
+
 def mask_array(mask: int) -> np.ndarray:
-    """The int8 action-mask array of an action bitmask."""
-    return np.unpackbits(
-        np.frombuffer(mask.to_bytes(_ACTION_BYTES, "little"), dtype=np.uint8),
-        bitorder="little", count=NUM_ACTIONS).view(np.int8)
+    """The int8 action-mask array of an action bitmask (a fresh array each call)."""
+    arr = _MASK_CACHE.get(mask)
+    if arr is None:
+        arr = np.unpackbits(np.frombuffer(mask.to_bytes(_ACTION_BYTES, "little"), np.uint8),
+                            bitorder="little", count=NUM_ACTIONS).view(np.int8)
+        if len(_MASK_CACHE) >= 8192:
+            _MASK_CACHE.clear()
+        _MASK_CACHE[mask] = arr
+    return arr.copy()
 
 
 __all__ = ["Field", "Layout", "layout", "Encoder", "mask_array", "EGG_BIT"]
