@@ -211,4 +211,91 @@ def mask_array(mask: int) -> np.ndarray:
     return arr.copy()
 
 
-__all__ = ["Field", "Layout", "layout", "Encoder", "mask_array", "EGG_BIT"]
+__all__ = ["Field", "Layout", "layout", "Encoder", "mask_array", "ObsView", "decode"]
+
+
+def _bits_to_int(x: np.ndarray) -> int:
+    """Int bitmask of a 0/1 vector (bit k = element k)."""
+    packed = np.packbits(np.asarray(x, dtype=np.uint8) > 0, bitorder="little")
+    return int.from_bytes(packed.tobytes(), "little")
+
+
+def _slot(x: np.ndarray) -> int:
+    """Index of the set element of a one-hot vector, -1 when none is set."""
+    nz = np.flatnonzero(x)
+    return int(nz[0]) if len(nz) else -1
+
+
+@dataclass(frozen=True)
+class ObsView:
+    """An observation decoded back into game terms, as its player knows them.
+
+    Seats are relative (0 = the observer, 1 = the player to its left, ...); card sets are int
+    bitmasks as in :mod:`dragons_egg_env.cards`. Agents read observations through this view.
+    """
+
+    num_players: int
+    hand: int
+    pile: int
+    top_number: int            # 0 when the pile is empty
+    top_count: int
+    played: int
+    out_place: tuple[int, ...]  # per relative seat: finishing place, -1 while active
+    passed: int                 # relative-seat bitmask
+    locked: int
+    egg_holder: int             # relative seat, -1 when unknown to the observer
+    to_act: int
+    last_player: int            # -1 when the pile is empty
+    dragon: int                 # -1 in round 1
+    tribute_payer: int
+    phase: str
+    tribute_asked: int
+    tribute_taken: int
+    tribute_given: int
+    hand_sizes: tuple[int, ...]
+    scores: tuple[float, ...]   # match scores so far (not scaled)
+    round_fraction: float       # round index / num_rounds
+    asks_left: int
+
+    @property
+    def active(self) -> tuple[bool, ...]:
+        return tuple(p < 0 for p in self.out_place)
+
+
+_PHASES = ("play", "complete", "ask", "give", "done")
+
+
+def decode(obs: np.ndarray, max_players: int, num_rounds: int = 1) -> ObsView:
+    """Decode an observation vector built for ``max_players`` seats (``num_rounds`` scales the
+    scores back). Padding seats are dropped."""
+    lay = layout(max_players)
+    g = {f.name: obs[f.slice] for f in lay.fields}
+    present = g["seat_present"]
+    n = int(present.sum())
+    m = max_players
+    places = g["out_place"].reshape(m, m)
+    out_place = tuple(_slot(places[j]) for j in range(n))
+    return ObsView(
+        num_players=n,
+        hand=_bits_to_int(g["hand"]),
+        pile=_bits_to_int(g["pile"]),
+        top_number=_slot(g["top_number"]) + 1,
+        top_count=_slot(g["top_count"]) + 1,
+        played=_bits_to_int(g["played"]),
+        out_place=out_place,
+        passed=_bits_to_int(g["passed"][:n]),
+        locked=_bits_to_int(g["locked"][:n]),
+        egg_holder=_slot(g["egg_holder"][:n]),
+        to_act=_slot(g["to_act"][:n]),
+        last_player=_slot(g["last_player"][:n]),
+        dragon=_slot(g["dragon"][:n]),
+        tribute_payer=_slot(g["tribute_payer"][:n]),
+        phase=_PHASES[max(_slot(g["phase"]), 0)],
+        tribute_asked=_bits_to_int(g["tribute_asked"]),
+        tribute_taken=_bits_to_int(g["tribute_taken"]),
+        tribute_given=_bits_to_int(g["tribute_given"]),
+        hand_sizes=tuple(int(round(float(x) * NUM_CARDS)) for x in g["hand_size"][:n]),
+        scores=tuple(float(x) * num_rounds for x in g["score"][:n]),
+        round_fraction=float(g["round"][0]),
+        asks_left=int(round(float(g["asks_left"][0]) * 44)),
+    )

@@ -1,0 +1,54 @@
+"""The observation encoder and its decoder agree with the engine state."""
+
+import random
+
+import numpy as np
+import pytest
+
+from dragons_egg_env import engine as E
+from dragons_egg_env import dragons_egg_v0
+from dragons_egg_env.observation import decode, layout
+
+
+@pytest.mark.parametrize("n,m", [(2, 2), (4, 4), (4, 8), (7, 8)])
+def test_decode_inverts_encode(n, m):
+    rng = random.Random(n * 10 + m)
+    env = dragons_egg_v0.raw_env(num_players=n, max_players=m, num_rounds=3)
+    env.reset(seed=m)
+    checked = 0
+    for agent in env.agent_iter():
+        obs, _, term, _, _ = env.last()
+        if term:
+            env.step(None)
+            continue
+        s = env.engine_state
+        i = s.current
+        v = decode(obs["observation"], m, 3)
+        rel = lambda q: (q - i) % n  # noqa: E731
+        assert v.num_players == n
+        assert v.hand == s.hands[i]
+        assert v.pile == s.pile and v.played == s.played
+        assert v.top_number == s.top_rank and (v.top_count == s.top_count or not s.top_rank)
+        assert v.hand_sizes == tuple(s.hands[(i + j) % n].bit_count() for j in range(n))
+        assert v.scores == pytest.approx(tuple(s.scores[(i + j) % n] for j in range(n)))
+        assert v.out_place == tuple(s.finish.index((i + j) % n) if (i + j) % n in s.finish
+                                    else -1 for j in range(n))
+        assert v.to_act == 0 or s.phase == E.COMPLETE
+        if s.egg_known >> i & 1:
+            assert v.egg_holder == rel(s.egg_holder)
+        else:
+            assert v.egg_holder == -1
+        if s.dragon >= 0:
+            assert v.dragon == rel(s.dragon) and v.tribute_payer == rel(s.victim)
+        assert v.phase == s.phase_name
+        checked += 1
+        legal = np.flatnonzero(obs["action_mask"])
+        env.step(int(legal[rng.randrange(len(legal))]))
+    assert checked > 50
+
+
+def test_layout_is_generated_from_max_players():
+    small, big = layout(2), layout(8)
+    assert big.size > small.size
+    assert big.field("out_place").size == 64 and small.field("out_place").size == 4
+    assert layout(4, state=True).size == layout(4).size + 4 * 45
