@@ -14,9 +14,12 @@ def render_text(s: E.State, names: list[str], viewer: int | None = None,
                 deck_style: str = "dragon") -> str:
     """A readable table. ``viewer`` is a seat whose own hand is shown (others: sizes only);
     ``None`` is a spectator view with every hand."""
+    phase, acting = s.phase_name, s.current
+    if s.phase == E.COMPLETE and viewer is not None and viewer != s.current:
+        phase, acting = "play", s.turn  # R12: the offer shows only to the offered player
     lines = [f"Dragon's Egg: round {min(s.round_idx + 1, s.config.num_rounds)}/"
-             f"{s.config.num_rounds}, phase {s.phase_name}"
-             + (f", to act: {names[s.current]}" if s.current >= 0 else "")]
+             f"{s.config.num_rounds}, phase {phase}"
+             + (f", to act: {names[acting]}" if acting >= 0 else "")]
     egg_known = viewer is None or s.egg_known >> viewer & 1
     for q in range(s.n):
         tags = []
@@ -30,7 +33,7 @@ def render_text(s: E.State, names: list[str], viewer: int | None = None,
             tags.append(f"out #{s.finish.index(q) + 1}")
         if s.passed >> q & 1:
             tags.append("passed")
-        marker = ">" if q == s.current else " "
+        marker = ">" if q == acting else " "
         size = s.hands[q].bit_count()
         shown = cards_text(s.hands[q], deck_style) if viewer is None or viewer == q else "(hidden)"
         lines.append(f"{marker} {names[q]:<10} {size:>2} cards  score {s.scores[q]:+.2f}  "
