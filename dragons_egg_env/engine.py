@@ -234,6 +234,17 @@ def new_match(config: RulesConfig | None = None) -> State:
 # ---------------------------------------------------------------------------------------
 # Dealing (R4) and the start of a round (R5, R6, R30).
 
+def deal_from_deck(deck: Sequence[int], n: int, dealer: int) -> list[int]:
+    """Hands of ``n`` seats when ``deck`` (card indices, top first) is dealt one card at a
+    time starting with the seat left of ``dealer`` (R4)."""
+    hands = [0] * n
+    seat = dealer
+    for card in deck:
+        seat = seat + 1 if seat + 1 < n else 0
+        hands[seat] |= 1 << card
+    return hands
+
+
 def random_deal(state: State, rng: random.Random) -> list[int]:
     """Hands for the next round, dealt by R4 from ``rng``: one card at a time from the seat
     left of the dealer. Round 1's dealer is drawn from ``rng``; later, the last Egg holder deals.
@@ -245,12 +256,7 @@ def random_deal(state: State, rng: random.Random) -> list[int]:
         state.dealer = state.results[-1].egg
     deck = list(range(NUM_CARDS))
     rng.shuffle(deck)
-    hands = [0] * n
-    seat = state.dealer
-    for card in deck:
-        seat = seat + 1 if seat + 1 < n else 0
-        hands[seat] |= 1 << card
-    return hands
+    return deal_from_deck(deck, n, state.dealer)
 
 
 def check_deal(hands: Sequence[int], n: int) -> None:
@@ -625,7 +631,7 @@ def random_playout(s: State, rng: random.Random) -> State:
 
 __all__ = [
     "PLAY", "COMPLETE", "ASK", "GIVE", "DEAL", "DONE", "PHASE_NAMES", "State", "RoundResult",
-    "IllegalActionError", "DealError", "new_match", "random_deal", "deal", "check_deal",
+    "IllegalActionError", "DealError", "new_match", "random_deal", "deal_from_deck", "deal", "check_deal",
     "legal_mask", "legal_actions", "step", "random_playout", "thermometer", "place_rewards",
     "CARD_CODES",
 ]

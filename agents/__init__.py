@@ -1,0 +1,100 @@
+"""Agents for Dragon's Egg, found by name.
+
+>>> from agents import make_agent
+>>> bot = make_agent("ismcts:iterations=400", seed=1)
+
+Specs are ``name`` or ``name:key=value,key=value``; values are converted to the type of the
+option's default. :func:`register` adds a kind (a later issue adds the learned ``ppo`` agent).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+from .base import Agent, legal_from_mask
+from .heuristic import HeuristicAgent
+from .ismcts import ISMCTSAgent
+from .simple import GreedyAgent, RandomAgent
+
+_REGISTRY: dict[str, Callable[..., Agent]] = {}
+
+
+class AgentSpecError(ValueError):
+    """An agent spec names an unknown agent or option, or a bad option value."""
+
+
+def register(name: str, factory: Callable[..., Agent]) -> None:
+    """Make ``factory(seed=..., **options)`` available as ``name``."""
+    if not name or ":" in name or "," in name:
+        raise ValueError(f"bad agent name {name!r}")
+    _REGISTRY[name] = factory
+
+
+def available() -> list[str]:
+    """Registered agent names."""
+    return sorted(_REGISTRY)
+
+
+def _convert(name: str, key: str, text: str, default: Any) -> Any:
+    if isinstance(default, bool):
+        low = text.lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise AgentSpecError(f"{name}: option {key} expects true/false, got {text!r}")
+    for typ in (int, float):
+        if isinstance(default, typ):
+            try:
+                return typ(text)
+            except ValueError:
+                raise AgentSpecError(f"{name}: option {key} expects {typ.__name__}, "
+                                     f"got {text!r}") from None
+    return text
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"ismcts:iterations=400"`` -> ``("ismcts", {"iterations": 400})``."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise AgentSpecError(f"an agent spec is a non-empty string, got {spec!r}")
+    name, _, rest = spec.strip().partition(":")
+    if name not in _REGISTRY:
+        raise AgentSpecError(f"unknown agent {name!r}; available: {', '.join(available())}")
+    params = inspect.signature(_REGISTRY[name]).parameters
+    options: dict[str, Any] = {}
+    for item in filter(None, (x.strip() for x in rest.split(","))):
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq:
+            raise AgentSpecError(f"{name}: option {item!r} must be key=value")
+        if key not in params or key == "seed" or params[key].kind not in (
+                inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
+            opts = [p for p in params if p not in ("seed", "self")
+                    and params[p].kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                           inspect.Parameter.KEYWORD_ONLY)]
+            raise AgentSpecError(f"{name}: unknown option {key!r}; options: "
+                                 f"{', '.join(opts) or 'none'}")
+        default = params[key].default
+        options[key] = _convert(name, key, value.strip(), default)
+    return name, options
+
+
+def make_agent(spec: str, seed: int | None = None) -> Agent:
+    """Build the agent a spec names, seeded with ``seed``."""
+    name, options = parse_spec(spec)
+    try:
+        agent = _REGISTRY[name](seed=seed, **options)
+    except (TypeError, ValueError) as exc:
+        raise AgentSpecError(f"{spec}: {exc}") from None
+    agent.spec = spec.strip()
+    return agent
+
+
+register("random", RandomAgent)
+register("greedy", GreedyAgent)
+register("heuristic", HeuristicAgent)
+register("ismcts", ISMCTSAgent)
+
+__all__ = ["Agent", "RandomAgent", "GreedyAgent", "HeuristicAgent", "ISMCTSAgent", "register",
+           "make_agent", "parse_spec", "available", "AgentSpecError", "legal_from_mask"]

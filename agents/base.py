@@ -1,0 +1,62 @@
+"""The agent protocol shared by every agent, and the match runner that feeds agents.
+
+An agent is constructed with its options and a seed. At the start of a match it is told its
+seat, the rules and the observation padding (:meth:`Agent.start_match`); at each of its turns
+it sees only its own observation vector and action mask (:meth:`Agent.act`) and returns an
+action; at the end of each round it is told how the round ended (:meth:`Agent.end_round`).
+Agents never read the environment's hidden state.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+
+from dragons_egg_env.config import RulesConfig
+from dragons_egg_env.observation import ObsView, decode
+
+
+class Agent:
+    """Base class for agents. Subclasses implement :meth:`act`."""
+
+    #: Registry name of the agent kind (``"random"``, ``"heuristic"``, ...).
+    name: str = "agent"
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.seat = 0
+        self.config = RulesConfig()
+        self.max_players = self.config.num_players
+
+    @property
+    def label(self) -> str:
+        """How the agent is named in reports (its registry spec, by default)."""
+        return getattr(self, "spec", self.name)
+
+    def start_match(self, seat: int, config: RulesConfig, max_players: int | None = None) -> None:
+        """A match starts: this agent sits at ``seat`` at a table with ``config``'s rules."""
+        self.seat = seat
+        self.config = config
+        self.max_players = max_players or config.num_players
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        """Choose an action given the agent's own observation vector and action mask."""
+        raise NotImplementedError
+
+    def end_round(self, result: dict[str, Any]) -> None:
+        """A round ended; ``result`` is the env's ``round_result`` info (agent names)."""
+
+    def view(self, observation: np.ndarray) -> ObsView:
+        """The observation decoded into game terms."""
+        return decode(observation, self.max_players, self.config.num_rounds)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.label} seed={self.seed}>"
+
+
+def legal_from_mask(action_mask: np.ndarray) -> list[int]:
+    """The legal actions of a mask, ascending."""
+    return [int(a) for a in np.flatnonzero(action_mask)]

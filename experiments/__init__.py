@@ -1,0 +1,1 @@
+"""Experiments on Dragon's Egg: tournaments, analysis (and, later, training)."""

@@ -1,0 +1,67 @@
+"""``dragons-egg``: one command line for playing, tournaments, replays, GIFs and the benchmark.
+
+Every subcommand has ``--help``; a bad argument is a clear error (exit status 2), never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable, TextIO
+
+from dragons_egg_env.replay import ReplayError
+
+from . import tournament
+from .play import add_play_arguments, check_play_args, play_game, replay_game, stdin_reader
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dragons-egg",
+                                     description="Dragon's Egg: play, evaluate and inspect.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    p = sub.add_parser("play", help="play a match in the terminal against bots")
+    add_play_arguments(p, tournament._int_at_least, tournament._flag)
+    t = sub.add_parser("tournament", help="duplicate-deal tournament between agents")
+    tournament.add_arguments(t)
+    r = sub.add_parser("replay", help="step through a saved match")
+    r.add_argument("file", help="a replay JSON file")
+    r.add_argument("--view", default="all",
+                   help="'all' (every hand) or an agent such as player_0 (its view)")
+    r.add_argument("--all", action="store_true", help="print every step without pausing")
+    g = sub.add_parser("gif", help="turn a replay into an animated GIF (or PNG frames)")
+    g.add_argument("rest", nargs=argparse.REMAINDER, help="see dragons-egg gif -- --help")
+    b = sub.add_parser("bench", help="speed benchmark against peers")
+    b.add_argument("rest", nargs=argparse.REMAINDER, help="see dragons-egg bench -- --help")
+    return parser
+
+
+def main(argv: list[str] | None = None, read: Callable[[str], str] = stdin_reader,
+         out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "play":
+        check_play_args(args, parser)
+        return play_game(args, read, out)
+    if args.command == "tournament":
+        return tournament.run_from_args(args, parser)
+    if args.command == "replay":
+        try:
+            return replay_game(args, read, out)
+        except ReplayError as exc:
+            parser.exit(2, f"dragons-egg replay: error: {exc}\n")
+    if args.command == "gif":
+        from dragons_egg_env import gif
+
+        return gif.main([a for a in args.rest if a != "--"])
+    if args.command == "bench":
+        from dragons_egg_env import bench
+
+        return bench.main([a for a in args.rest if a != "--"]) or 0
+    parser.error(f"unknown command {args.command!r}")  # pragma: no cover
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,196 @@
+"""Agents: the registry, legal play, the documented heuristic rules, and the ISMCTS sampler."""
+
+import random
+
+import numpy as np
+import pytest
+
+from agents import AgentSpecError, available, make_agent, parse_spec
+from agents.heuristic import HeuristicAgent
+from agents.runner import play_match
+from agents.sampling import sample_world
+from dragons_egg_env import actions as A
+from dragons_egg_env import dragons_egg_v0
+from dragons_egg_env import engine as E
+from dragons_egg_env.cards import ALL_CARDS, EGG_BIT, iter_cards, mask_of
+from dragons_egg_env.config import RulesConfig
+from dragons_egg_env.observation import Encoder, decode
+
+from test_no_leak import shuffled_hidden
+
+
+def test_registry_names_and_specs():
+    assert {"random", "greedy", "heuristic", "ismcts"} <= set(available())
+    assert parse_spec("ismcts:iterations=400,c=1.5") == ("ismcts", {"iterations": 400, "c": 1.5})
+    bot = make_agent("ismcts:iterations=7", seed=3)
+    assert bot.iterations == 7 and bot.label == "ismcts:iterations=7"
+
+
+@pytest.mark.parametrize("spec,needle", [
+    ("alphazero", "unknown agent 'alphazero'; available: greedy, heuristic, ismcts, random"),
+    ("ismcts:iters=3", "unknown option 'iters'; options: iterations, time, c, rollout"),
+    ("ismcts:iterations=many", "option iterations expects int"),
+    ("ismcts:iterations", "must be key=value"),
+    ("ismcts:iterations=0", "iterations must be >= 1"),
+    ("ismcts:rollout=smart", "rollout must be 'greedy' or 'random'"),
+    ("", "non-empty string"),
+])
+def test_bad_agent_specs(spec, needle):
+    with pytest.raises(AgentSpecError, match=needle):
+        make_agent(spec, seed=0)
+
+
+@pytest.mark.parametrize("spec", ["random", "greedy", "heuristic", "ismcts:iterations=20"])
+@pytest.mark.parametrize("n", [2, 3, 5, 8])
+def test_agents_play_only_legal_moves(spec, n):
+    # raw_env raises on any illegal move, so finishing the match is the check.
+    flags = {"tribute_asks": 3, "egg_in_tribute": True} if n == 5 else {}
+    config = RulesConfig(num_players=n, num_rounds=2, **flags)
+    agents = [make_agent(spec, seed=k) for k in range(n)]
+    rec = play_match(agents, config, seed=n)
+    assert len(rec.rounds) == 2 and abs(sum(rec.scores)) < 1e-9
+
+
+def test_same_seed_same_agent_choices():
+    config = RulesConfig(num_players=4, num_rounds=1)
+    runs = [play_match([make_agent("ismcts:iterations=30", seed=k) for k in range(4)], config,
+                       seed=9, keep_replay=True).replay["actions"] for _ in range(2)]
+    assert runs[0] == runs[1]
+
+
+def _deal(seat0: str, seat1: str) -> list[list[str]]:
+    from dragons_egg_env.cards import codes
+    used = mask_of((seat0 + " " + seat1).split())
+    return [seat0.split(), seat1.split(), codes(ALL_CARDS & ~used)]
+
+
+def _heuristic_choice(env, agent):
+    bot = HeuristicAgent(seed=0)
+    bot.start_match(env.agent_name_mapping[agent], env.config)
+    obs = env.observe(agent)
+    return bot.act(obs["observation"], obs["action_mask"])
+
+
+def test_heuristic_h1_completes_a_set_out_of_turn():
+    env = dragons_egg_v0.raw_env(num_players=3, num_rounds=1)
+    env.reset(seed=0, options={"deals": [_deal("10F 7E 7F 7L 1E", "7W 5E 10E")]})
+    env.step(A.play(10, 1))     # player_0 opens
+    env.step(A.play(7, 1))      # player_1 plays 7W: player_0 holds the other three 7s
+    assert env.phase() == "complete" and env.agent_selection == "player_0"
+    assert _heuristic_choice(env, "player_0") == A.play(7, 3)
+
+
+def test_heuristic_h2_egg_holder_clears_with_a_dragon():
+    env = dragons_egg_v0.raw_env(num_players=3, num_rounds=1)
+    env.reset(seed=0, options={"deals": [_deal("10F 9E BEAST EGG", "5E 5W 10E")]})
+    env.step(A.play(10, 1))
+    env.step(A.play(5, 1))
+    env.step(A.PASS)
+    assert env.agent_selection == "player_0"
+    assert _heuristic_choice(env, "player_0") == A.play_dragons(1)
+
+
+def test_heuristic_h5_holds_back_strong_cards():
+    # player_0 could beat a single 10 only with its 1s (or by breaking its pair of 2s).
+    env = dragons_egg_v0.raw_env(num_players=3, num_rounds=1)
+    env.reset(seed=0, options={"deals": [_deal("1E 2E 2W 10E 10W 3E", "10F 9L")]})
+    env.step(A.play(10, 1))     # player_1 opens with the 10 of Fire
+    env.step(A.PASS)            # player_2
+    assert env.agent_selection == "player_0"
+    assert _heuristic_choice(env, "player_0") == A.play(3, 1)  # the weakest card that beats it
+
+
+def test_heuristic_tribute_asks_dragons_then_low_numbers_and_gives_weakest_single():
+    bot = HeuristicAgent(seed=0)
+    legal = [A.PASS, A.ask("1E"), A.ask("2W"), A.ask("HORSEMAN"), A.ask("9L")]
+    assert bot._ask(legal) == A.ask("HORSEMAN")            # H8
+    assert bot._ask(legal[:3]) == A.ask("1E")
+    hand = mask_of("1E 9E 9W 8L BEAST".split())
+    legal = [A.give(c) for c in "1E 9E 9W 8L BEAST".split()]
+    assert bot._give(legal, hand) == A.give("8L")           # H9: the weakest single
+    assert bot._give(legal + [A.give("EGG")], hand | EGG_BIT) == A.give("EGG")
+
+
+def _random_states(n, rounds, seeds, flags=None):
+    rng = random.Random(n)
+    for seed in seeds:
+        env = dragons_egg_v0.raw_env(num_players=n, num_rounds=rounds, **(flags or {}))
+        env.reset(seed=seed)
+        for agent in env.agent_iter():
+            obs, _, term, _, _ = env.last()
+            if term:
+                env.step(None)
+                continue
+            yield env, agent, obs
+            legal = np.flatnonzero(obs["action_mask"])
+            env.step(int(legal[rng.randrange(len(legal))]))
+
+
+@pytest.mark.parametrize("n,flags", [(3, {}), (4, {"egg_in_tribute": True, "tribute_asks": 4}),
+                                     (6, {"pass_locks_out": True})])
+def test_sampled_world_is_consistent_with_what_the_player_knows(n, flags):
+    rng = random.Random(0)
+    checked = 0
+    for env, agent, obs in _random_states(n, 3, range(3), flags):
+        cfg = env.config
+        view = decode(obs["observation"], n, cfg.num_rounds)
+        world = sample_world(view, cfg, rng)
+        # The player's own observation and legal moves are the same in the sampled world.
+        enc = Encoder(n, n, cfg.num_rounds)
+        assert np.array_equal(enc.encode(world, 0), obs["observation"])
+        s = env.engine_state
+        assert E.legal_mask(world) == E.legal_mask(s)
+        # Cards and sizes add up.
+        seen = world.played
+        for h in world.hands:
+            assert not seen & h
+            seen |= h
+        assert seen == ALL_CARDS
+        checked += 1
+    assert checked > 100
+
+
+def test_sampler_never_uses_a_hidden_cards_true_location():
+    """Shuffling the other players' hidden cards changes nothing the sampler produces, and
+    over many samples a hidden card lands with every opponent, not just its true holder."""
+    n = 4
+    env = dragons_egg_v0.raw_env(num_players=n, num_rounds=1)
+    env.reset(seed=5)
+    for _ in range(6):
+        env.step(env.legal_actions()[-1])
+    s = env.engine_state
+    me = s.current
+    name = env.possible_agents[me]
+    view = decode(env.observe(name)["observation"], n, 1)
+    env._s = shuffled_hidden(s, me, random.Random(1))
+    view2 = decode(env.observe(name)["observation"], n, 1)
+    env._s = s
+    a = sample_world(view, env.config, random.Random(42))
+    b = sample_world(view2, env.config, random.Random(42))
+    assert a.hands == b.hands
+    hidden = [c for q in range(n) if q != me for c in iter_cards(s.hands[q] & ~EGG_BIT)]
+    card = hidden[0]
+    true_owner = (s.owner[card] - me) % n
+    owners = set()
+    rng = random.Random(0)
+    for _ in range(200):
+        w = sample_world(view, env.config, rng)
+        owners.add(w.owner[card])
+    assert owners == {q for q in range(1, n) if view.out_place[q] < 0}
+    assert true_owner in owners
+
+
+def test_ismcts_prefers_the_obvious_winning_move():
+    """With one numbered card left and the lead, ISMCTS plays it (going out first)."""
+    config = RulesConfig(num_players=2, num_rounds=1)
+    bot = make_agent("ismcts:iterations=60", seed=1)
+    bot.start_match(0, config)
+    env = dragons_egg_v0.raw_env(num_players=2, num_rounds=1)
+    from dragons_egg_env.cards import CARD_CODES
+    p0 = ["10F", "9E", "9W"]
+    env.reset(seed=0, options={"deals": [[p0, [c for c in CARD_CODES if c not in p0]]]})
+    env.step(A.play(10, 1))
+    # player_1 must respond; make it pass if it can
+    env.step(A.PASS)
+    obs = env.observe("player_0")
+    assert bot.act(obs["observation"], obs["action_mask"]) == A.play(9, 2)

@@ -1,0 +1,145 @@
+"""The ``dragons-egg`` command line, driven with scripted input."""
+
+import io
+import itertools
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dragons_egg_env.replay import replay
+from experiments.cli import main
+
+
+def scripted(lines):
+    it = iter(lines)
+
+    def read(prompt):
+        try:
+            return next(it)
+        except StopIteration:
+            raise EOFError from None
+    return read
+
+
+def test_play_a_whole_match_with_scripted_input(tmp_path):
+    save = tmp_path / "m.json"
+    out = io.StringIO()
+    answers = itertools.chain(["hello", "0", "99", "h"], itertools.repeat("1"))
+    rc = main(["play", "--seed", "2", "--players", "3", "--rounds", "2", "--bots", "greedy",
+               "heuristic", "--save", str(save)], read=lambda p: next(answers), out=out)
+    text = out.getvalue()
+    assert rc == 0
+    assert "I did not understand 'hello'" in text
+    assert "There is no move 0" in text and "There is no move 99" in text
+    assert "Type the number of a move" in text
+    assert "Round 1 over" in text and "Round 2 over" in text and "Final scores" in text
+    assert "player_1=greedy" in text and "player_2=heuristic" in text
+    env = replay(save)
+    assert env.phase() == "done"
+
+
+def test_play_quit_saves_a_replay_and_eof_quits(tmp_path):
+    save = tmp_path / "q.json"
+    out = io.StringIO()
+    assert main(["play", "--seed", "1", "--save", str(save)], read=scripted(["q"]), out=out) == 0
+    assert "You quit." in out.getvalue() and f"Match saved to {save}" in out.getvalue()
+    data = json.loads(save.read_text())
+    assert not data["finished"]
+    replay(save)
+    save2 = tmp_path / "eof.json"
+    assert main(["play", "--seed", "1", "--save", str(save2)], read=scripted([]),
+                out=io.StringIO()) == 0
+    assert save2.exists()
+
+
+def last_move_reader(out, tribute_answer):
+    """Answer with the last move of the latest menu (the biggest play); when asked for
+    tribute, name a card with ``tribute_answer(menu_text)``."""
+    import re
+
+    state = {"asks": 0}
+
+    def read(prompt):
+        text = out.getvalue()
+        block = text[text.rfind("Dragon's Egg: round"):]
+        if "You are the Dragon: ask" in block:
+            state["asks"] += 1
+            return tribute_answer(block)
+        nums = re.findall(r"^  (\d+)\) ", block, flags=re.M)
+        return nums[-1] if nums else "1"
+    return read, state
+
+
+def test_play_walks_the_dragon_through_the_tribute(tmp_path):
+    def answer(block):
+        askable = block.split("you may ask for:", 1)[1].split()
+        return askable[0].lower()  # a card code, in lower case
+
+    for seed in range(40):
+        out = io.StringIO()
+        read, state = last_move_reader(out, answer)
+        main(["play", "--seed", str(seed), "--players", "2", "--rounds", "2", "--bots",
+              "random", "--save", str(tmp_path / "c.json")], read=read, out=out)
+        if state["asks"]:
+            break
+    text = out.getvalue()
+    assert state["asks"] == 2
+    assert "You are the Dragon: ask player_1 for up to 2 more card(s)" in text
+    assert "asked so far:" in text
+    assert "Give back one card for each card received" in text or "received: nothing" in text
+    assert "Round 2 over" in text
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["play", "--seat", "5"], "--seat must be 0..3"),
+    (["play", "--bots", "wizard"], "unknown agent 'wizard'"),
+    (["play", "--rule", "tribute_asks=99"], "tribute_asks must be 0..44"),
+    (["play", "--players", "x"], "expected an integer"),
+    (["fly"], "invalid choice"),
+    ([], "required"),
+])
+def test_bad_arguments_are_clear_errors(argv, needle, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv, read=scripted([]), out=io.StringIO())
+    assert exc.value.code == 2
+    assert needle in capsys.readouterr().err
+
+
+def test_replay_steps_through_a_saved_match(tmp_path):
+    save = tmp_path / "m.json"
+    answers = itertools.repeat("1")
+    main(["play", "--seed", "3", "--players", "3", "--rounds", "1", "--save", str(save)],
+         read=lambda p: next(answers), out=io.StringIO())
+    n_actions = len(json.loads(save.read_text())["actions"])
+    out = io.StringIO()
+    assert main(["replay", str(save), "--all"], out=out) == 0
+    text = out.getvalue()
+    assert f"--- step {n_actions}/{n_actions} ---" in text
+    assert "(hidden)" not in text
+    out = io.StringIO()
+    assert main(["replay", str(save), "--view", "player_1"],
+                read=scripted(["", "", "q"]), out=out) == 0
+    text = out.getvalue()
+    assert "--- step 2/" in text and "--- step 3/" not in text
+    assert text.count("(hidden)") >= 2
+
+
+def test_replay_errors(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]")
+    with pytest.raises(SystemExit) as exc:
+        main(["replay", str(bad)], out=io.StringIO())
+    assert exc.value.code == 2 and "a replay is a JSON object" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["replay", str(tmp_path / "none.json")], out=io.StringIO())
+    assert "cannot read replay" in capsys.readouterr().err
+
+
+def test_console_script_help():
+    res = subprocess.run([sys.executable, "-m", "experiments.cli", "--help"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0
+    for cmd in ("play", "tournament", "replay", "gif", "bench"):
+        assert cmd in res.stdout
