@@ -48,9 +48,11 @@ Arguments
     :class:`dragons_egg_env.config.RulesConfig` (``opening_ten_of_fire_alone``,
     ``pass_locks_out``, ``completion_out_of_turn``, ``dragons_per_play``, ``tribute_asks``,
     ``egg_in_tribute``, ``reward_scheme``). An unknown name or a bad value is a ``ValueError``.
-    ``render_mode``: ``"ansi"`` (returns text) or ``"human"`` (prints it). ``max_players``: pad
-    the observation to that many seats (default: ``num_players``). ``deck_style``: ``"dragon"`` or
-    ``"tarokka"`` (R2) for rendering.
+    ``render_mode``: ``"ansi"`` (returns text), ``"human"`` (prints it) or ``"rgb_array"``
+    (returns the spectator view as an RGB ``uint8`` array, drawn with Pillow: ``pip install
+    'dragons-egg[render]'``); ``render_table(viewer)`` / ``render_image(viewer)`` draw one
+    player's view. ``max_players``: pad the observation to that many seats (default:
+    ``num_players``). ``deck_style``: ``"dragon"`` or ``"tarokka"`` (R2) for rendering.
 
     ``reset(seed=None, options={"deals": [deal_round_0, ...]})`` plays the given deals (each one
     list of card codes per seat) in those rounds and random deals after; other option keys are
@@ -127,7 +129,7 @@ class raw_env(AECEnv):
     """Dragon's Egg AEC environment (see the module docstring)."""
 
     metadata = {
-        "render_modes": ["ansi", "human"],
+        "render_modes": ["ansi", "human", "rgb_array"],
         "name": ENV_NAME,
         "is_parallelizable": False,
     }
@@ -332,13 +334,15 @@ class raw_env(AECEnv):
             raise OrderError("reset() needs to be called before state.")
         return self._state_encoder.encode(self._s, 0)
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
         if not self._has_reset:
             raise OrderError("reset() needs to be called before render.")
         if self.render_mode is None:
             EnvLogger.warn_on_render_mode_none() if hasattr(
                 EnvLogger, "warn_on_render_mode_none") else None
             return None
+        if self.render_mode == "rgb_array":
+            return self.render_image(viewer=None)
         text = self.render_table(viewer=None)
         if self.render_mode == "human":
             print(text)
@@ -349,6 +353,14 @@ class raw_env(AECEnv):
         """The table as text: ``viewer`` (an agent) sees its own hand only; ``None`` all."""
         seat = None if viewer is None else self.agent_name_mapping[viewer]
         return render_text(self._s, self.possible_agents, seat, self.deck_style)
+
+    def render_image(self, viewer: str | None = None) -> np.ndarray:
+        """The table as an RGB ``uint8`` array (needs Pillow): ``viewer`` (an agent) sees its
+        own hand only; ``None`` all."""
+        from .render_image import render_rgb
+
+        seat = None if viewer is None else self.agent_name_mapping[viewer]
+        return render_rgb(self._s, self.possible_agents, seat, self.deck_style)
 
     def close(self) -> None:
         pass

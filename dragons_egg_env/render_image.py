@@ -1,0 +1,459 @@
+"""Image rendering of a table (``render_mode="rgb_array"``, :mod:`dragons_egg_env.gif`).
+
+:func:`render_rgb` draws the table as an RGB ``numpy.uint8`` array of shape ``(H, W, 3)`` with
+Pillow: the seats around a table (name, hand size, score and tags), the viewer's hand (or every
+hand in the spectator view), the plays on the pile oldest first, the phase and the round. It
+shows exactly what :func:`dragons_egg_env.render.render_text` shows: a viewer sees its own hand
+only, the Egg's holder only where it knows it (R19), an R12 completion offer only when it is the
+offered player, and the tribute exchange only when it is one of the two tribute players (R34).
+
+Pillow is an optional dependency (``pip install 'dragons-egg[render]'``) imported only when an
+image is drawn, so this module imports without it. The output is deterministic: the same state,
+viewer and deck style always give the same pixels, and the image size depends only on the table
+size, the ``tribute_asks`` setting and whether there is a viewer, so every frame of one match has
+the same shape.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import engine as E
+from .cards import (
+    EGG,
+    NUM_CARDS,
+    SUIT_NAMES,
+    TAROKKA_SUITS,
+    card_name,
+    card_number,
+    iter_cards,
+)
+
+# -- colours ---------------------------------------------------------------------------------
+BG = (236, 232, 222)
+INK = (30, 30, 34)
+MUTED = (110, 110, 118)
+FELT = (38, 110, 70)
+FELT_EDGE = (24, 74, 46)
+FELT_INK = (236, 244, 236)
+SEAT_BG = (250, 249, 245)
+SEAT_EDGE = (150, 146, 136)
+ACT_EDGE = (214, 40, 40)
+PANEL_BG = (246, 243, 236)
+PANEL_EDGE = (200, 194, 182)
+
+#: Suit colours, in card order Earth, Water, Fire, Lightning.
+SUIT_COLOURS = ((128, 86, 40), (28, 98, 196), (204, 42, 38), (206, 156, 0))
+DRAGON_FILL = (48, 26, 66)
+DRAGON_INK = (244, 204, 92)
+EGG_FILL = (252, 247, 228)
+EGG_EDGE = (0, 140, 130)
+EGG_SHELL = (238, 214, 150)
+
+TAG_COLOURS = {
+    "Dragon": (112, 48, 160),
+    "pays tribute": (222, 112, 16),
+    "holds the Egg": (0, 140, 130),
+    "out": (40, 136, 60),
+    "passed": (128, 128, 128),
+    "locked out": (72, 72, 80),
+    "to act": ACT_EDGE,
+}
+
+# -- layout (pixels) ---------------------------------------------------------------------
+W = 960
+MARGIN = 16
+HEADER_H = 46
+SEAT_W, SEAT_H = 188, 86
+RX, RY = 334, 142
+TABLE_H = 2 * RY + SEAT_H + 26
+CARD_W, CARD_H, CARD_GAP = 44, 60, 4
+PILE_GAP = 20            # between two plays on the pile
+LABEL_W = 124            # name column of the spectator's hand rows
+SECTION_TITLE_H = 24
+PILE_ROWS = 2
+PILE_ROW_H = CARD_H + 20
+FOOTER_H = 54
+
+
+def _hand_capacity(s: E.State) -> int:
+    """Most cards one hand can hold in this match (a deal plus the tribute's hits)."""
+    return min(NUM_CARDS, -(-NUM_CARDS // s.n) + s.config.tribute_asks)
+
+
+def _per_row(width: int, card_w: int, gap: int) -> int:
+    return max(1, (width + gap) // (card_w + gap))
+
+
+def _card_lines(card: int, deck_style: str) -> tuple[str, list[str]]:
+    """Big text and small label lines on the face of a card."""
+    if card == EGG:
+        return "", [card_name(card, deck_style).title()]
+    if card >= 40:
+        return "", [card_name(card, deck_style).title()]
+    number, suit = card_number(card), card % 4
+    if deck_style == "tarokka":
+        if number == 10:
+            return "10", ["Master of", TAROKKA_SUITS[suit]]
+        return str(number), [TAROKKA_SUITS[suit]]
+    return str(number), [SUIT_NAMES[suit]]
+
+
+class _Painter:
+    """Pillow drawing helpers with a font cache (built inside :func:`render_rgb`)."""
+
+    _fonts: dict[int, Any] = {}
+
+    def __init__(self, image_font: Any, draw: Any) -> None:
+        self.IF = image_font
+        self.d = draw
+
+    def font(self, size: int) -> Any:
+        f = self._fonts.get(size)
+        if f is None:
+            try:
+                f = self.IF.load_default(size=size)  # Pillow >= 10.1 with FreeType
+            except (TypeError, AttributeError, OSError, ImportError):
+                f = self.IF.load_default()
+            self._fonts[size] = f
+        return f
+
+    def width(self, text: str, size: int) -> float:
+        return self.d.textlength(text, font=self.font(size))
+
+    def fit(self, text: str, size: int, max_w: float, min_size: int = 6) -> int:
+        while size > min_size and self.width(text, size) > max_w:
+            size -= 1
+        return size
+
+    def text(self, xy: tuple[float, float], text: str, size: int, fill=INK, anchor="la") -> None:
+        self.d.text(xy, text, font=self.font(size), fill=fill, anchor=anchor)
+
+    def clipped(self, xy: tuple[float, float], text: str, size: int, max_w: float,
+                fill=INK, anchor="la") -> None:
+        """Text shrunk to fit ``max_w`` (down to 8 px), then cut with "..." if still wider."""
+        size = self.fit(text, size, max_w, min_size=8)
+        if self.width(text, size) > max_w:
+            while text and self.width(text + "...", size) > max_w:
+                text = text[:-1]
+            text += "..."
+        self.text(xy, text, size, fill, anchor)
+
+    def pill(self, x: float, y: float, label: str, colour: tuple[int, int, int],
+             size: int = 11) -> float:
+        """A rounded tag at (x, y); returns its width."""
+        w = self.width(label, size) + 12
+        self.d.rounded_rectangle((x, y, x + w, y + 16), radius=8, fill=colour)
+        self.text((x + w / 2, y + 8), label, size, fill=(255, 255, 255), anchor="mm")
+        return w
+
+    def card(self, x: float, y: float, card: int, deck_style: str, w: int = CARD_W,
+             h: int = CARD_H) -> None:
+        d = self.d
+        big, lines = _card_lines(card, deck_style)
+        box = (x, y, x + w - 1, y + h - 1)
+        small = 9 if w >= CARD_W else 8
+        if card == EGG:
+            d.rounded_rectangle(box, radius=5, fill=EGG_FILL, outline=EGG_EDGE, width=3)
+            cx, top = x + w / 2, y + 6
+            ew, eh = w * 0.42, h * 0.42
+            d.ellipse((cx - ew / 2, top, cx + ew / 2, top + eh), fill=EGG_SHELL,
+                      outline=(150, 110, 30), width=2)
+            ink = EGG_EDGE
+        elif card >= 40:
+            d.rounded_rectangle(box, radius=5, fill=DRAGON_FILL, outline=DRAGON_INK, width=2)
+            cx, top = x + w / 2, y + 6
+            s = h * 0.2
+            # a gold flame: a diamond with a notch
+            d.polygon([(cx, top), (cx + s * 0.8, top + s * 1.2), (cx, top + s * 2.1),
+                       (cx - s * 0.8, top + s * 1.2)], fill=DRAGON_INK)
+            d.polygon([(cx, top + s * 0.9), (cx + s * 0.3, top + s * 1.4), (cx, top + s * 1.8),
+                       (cx - s * 0.3, top + s * 1.4)], fill=DRAGON_FILL)
+            ink = DRAGON_INK
+        else:
+            colour = SUIT_COLOURS[card % 4]
+            tint = tuple(int(c + (255 - c) * 0.84) for c in colour)
+            d.rounded_rectangle(box, radius=5, fill=tint, outline=colour, width=2)
+            d.rounded_rectangle((x, y, x + w - 1, y + 8), radius=5, fill=colour)
+            d.rectangle((x, y + 5, x + w - 1, y + 8), fill=colour)
+            self.text((x + w / 2, y + h * (0.42 if len(lines) == 1 else 0.36)), big,
+                      22 if w >= CARD_W else 17,
+                      fill=tuple(int(c * 0.8) for c in colour), anchor="mm")
+            ink = tuple(int(c * 0.7) for c in colour)
+        n = len(lines)
+        for k, line in enumerate(lines):
+            cy = y + h - 7 - (n - 1 - k) * (small + 2)
+            size = self.fit(line, small, w - 4)
+            self.text((x + w / 2, cy), line, size, fill=ink, anchor="mb")
+
+
+def _seat_tags(s: E.State, q: int, egg_known: bool, acting: int) -> list[str]:
+    tags = []
+    if q == s.dragon:
+        tags.append("Dragon")
+    if q == s.victim:
+        tags.append("pays tribute")
+    if egg_known and q == s.egg_holder and s.phase != E.DONE:
+        tags.append("holds the Egg")
+    if q in s.finish and s.phase != E.DONE:
+        tags.append(f"out #{s.finish.index(q) + 1}")
+    if s.passed >> q & 1:
+        tags.append("passed")
+    if s.locked >> q & 1 and s.phase != E.DONE:
+        tags.append("locked out")
+    if q == acting:
+        tags.append("to act")
+    return tags
+
+
+def _resolve_viewer(viewer: int | str | None, names: Sequence[str], n: int) -> int | None:
+    if viewer is None:
+        return None
+    if isinstance(viewer, str):
+        if viewer not in names:
+            raise ValueError(f"unknown viewer {viewer!r}: expected one of {list(names)} or None")
+        return list(names).index(viewer)
+    if isinstance(viewer, bool) or not isinstance(viewer, (int, np.integer)) \
+            or not 0 <= int(viewer) < n:
+        raise ValueError(f"viewer must be a seat 0..{n - 1}, an agent name or None, "
+                         f"got {viewer!r}")
+    return int(viewer)
+
+
+def image_size(s: E.State, viewer: int | None) -> tuple[int, int]:
+    """``(height, width)`` of the image :func:`render_rgb` draws for this match and viewer."""
+    return _layout(s, viewer)["H"], W
+
+
+def _layout(s: E.State, viewer: int | None) -> dict[str, int]:
+    cap = _hand_capacity(s)
+    if viewer is None:
+        per = _per_row(W - 2 * MARGIN - LABEL_W, CARD_W, CARD_GAP)
+        rows = -(-cap // per)
+        hands_h = SECTION_TITLE_H + s.n * (rows * (CARD_H + CARD_GAP) + 8)
+    else:
+        per = _per_row(W - 2 * MARGIN, CARD_W, CARD_GAP)
+        rows = -(-cap // per)
+        hands_h = SECTION_TITLE_H + rows * (CARD_H + CARD_GAP) + 8
+    pile_h = SECTION_TITLE_H + PILE_ROWS * PILE_ROW_H + 6
+    y_table = HEADER_H
+    y_pile = y_table + TABLE_H
+    y_hands = y_pile + pile_h + 8
+    y_footer = y_hands + hands_h + 8
+    return {"per": per, "rows": rows, "y_table": y_table, "y_pile": y_pile,
+            "y_hands": y_hands, "y_footer": y_footer, "H": y_footer + FOOTER_H}
+
+
+def render_rgb(state: E.State, names: Sequence[str], viewer: int | str | None = None,
+               deck_style: str = "dragon") -> np.ndarray:
+    """The table as an RGB image, a ``numpy.uint8`` array of shape ``(H, W, 3)``.
+
+    ``viewer`` is a seat (or an agent name from ``names``) whose own hand is shown, with only
+    what that player may know; ``None`` is the spectator view with every hand. ``deck_style``
+    is ``"dragon"`` or ``"tarokka"`` (R2) for the card names.
+    """
+    try:
+        from PIL import Image, ImageDraw, ImageFont
+    except ImportError:
+        raise ImportError("drawing the table needs Pillow: pip install 'dragons-egg[render]' "
+                          "(or pip install 'pillow>=10')") from None
+    if deck_style not in ("dragon", "tarokka"):
+        raise ValueError(f"deck_style must be 'dragon' or 'tarokka', got {deck_style!r}")
+    s = state
+    if len(names) != s.n:
+        raise ValueError(f"names has {len(names)} entries; the table has {s.n} seats")
+    seat = _resolve_viewer(viewer, names, s.n)
+    lay = _layout(s, seat)
+    H = lay["H"]
+    img = Image.new("RGB", (W, H), BG)
+    p = _Painter(ImageFont, ImageDraw.Draw(img))
+    d = p.d
+
+    # -- what this viewer may know (as render.render_text) ---------------------------------
+    phase, acting = s.phase_name, s.current
+    if s.phase == E.COMPLETE and seat is not None and seat != s.current:
+        phase, acting = "play", s.turn  # R12: the offer shows only to the offered player
+    egg_known = seat is None or bool(s.egg_known >> seat & 1)
+    party = seat is None or seat in (s.dragon, s.victim)
+
+    # -- header ----------------------------------------------------------------------------
+    rnd = min(s.round_idx + 1, s.config.num_rounds)
+    d.rectangle((0, 0, W, HEADER_H - 6), fill=(52, 40, 64))
+    p.text((MARGIN, (HEADER_H - 6) / 2), "Dragon's Egg", 20, fill=DRAGON_INK, anchor="lm")
+    info = f"round {rnd}/{s.config.num_rounds}   phase: {phase}"
+    if acting >= 0:
+        info += f"   to act: {names[acting]}"
+    p.text((MARGIN + 150, (HEADER_H - 6) / 2), info, 15, fill=(240, 236, 246), anchor="lm")
+    who = "spectator view" if seat is None else f"view of {names[seat]}"
+    p.text((W - MARGIN, (HEADER_H - 6) / 2), f"{who} · {deck_style} deck", 12,
+           fill=(200, 190, 214), anchor="rm")
+
+    # -- the table -------------------------------------------------------------------------
+    cx, cy = W / 2, lay["y_table"] + TABLE_H / 2
+    d.ellipse((cx - RX + 40, cy - RY + 24, cx + RX - 40, cy + RY - 24), fill=FELT,
+              outline=FELT_EDGE, width=6)
+    bottom = 0 if seat is None else seat
+    centre = [f"Round {rnd} of {s.config.num_rounds}"]
+    if phase == "ask":
+        centre.append(f"Tribute: the Dragon asks ({s.asks_left} ask"
+                      f"{'s' if s.asks_left != 1 else ''} left)" if party
+                      else "Tribute: the Dragon asks")
+    else:
+        centre.append({"play": "Play", "complete": "Completion offer (R12)",
+                       "give": "Tribute: the Dragon gives back", "deal": "Dealing",
+                       "done": "Match over"}[phase])
+    if phase in ("ask", "give"):
+        if party:  # R34: the exchange is private to the two players
+            def cards_of(mask: int) -> str:
+                return ", ".join(card_name(c, deck_style) for c in iter_cards(mask)) or "-"
+            centre.append(f"asked: {cards_of(s.asked)}")
+            centre.append(f"received: {cards_of(s.hits)}; given back: {cards_of(s.given)}")
+    elif s.phase == E.DONE:
+        best = max(s.scores)
+        top = [names[q] for q in range(s.n) if s.scores[q] == best]
+        centre.append(f"{'winner' if len(top) == 1 else 'winners'}: {', '.join(top)} "
+                      f"({best:+.2f})")
+    elif s.plays:
+        q, top_cards = s.plays[-1]
+        centre.append(f"top: {names[q]} - "
+                      + ", ".join(card_name(c, deck_style) for c in iter_cards(top_cards)))
+    else:
+        centre.append("the pile is empty")
+    y0 = cy - (len(centre) - 1) * 10
+    for k, line in enumerate(centre):
+        p.clipped((cx, y0 + k * 20), line, 17 if k == 0 else 14, 400,
+                  fill=FELT_INK if k else (255, 236, 150), anchor="mm")
+
+    for q in range(s.n):
+        theta = 2 * math.pi * ((q - bottom) % s.n) / s.n
+        sx = cx - RX * math.sin(theta)
+        sy = cy + RY * math.cos(theta)
+        x0, y0b = sx - SEAT_W / 2, sy - SEAT_H / 2
+        is_acting = q == acting
+        d.rounded_rectangle((x0, y0b, x0 + SEAT_W, y0b + SEAT_H), radius=8, fill=SEAT_BG,
+                            outline=ACT_EDGE if is_acting else SEAT_EDGE,
+                            width=4 if is_acting else 2)
+        label = names[q] + ("  (you)" if q == seat else "")
+        p.clipped((x0 + 10, y0b + 8), label, 15, SEAT_W - 20)
+        size = s.hands[q].bit_count()
+        p.text((x0 + 10, y0b + 28), f"{size} card{'s' if size != 1 else ''}", 12, fill=MUTED)
+        p.text((x0 + SEAT_W - 10, y0b + 28), f"score {s.scores[q]:+.2f}", 12, fill=MUTED,
+               anchor="ra")
+        tx, ty = x0 + 8, y0b + 48
+        for tag in _seat_tags(s, q, egg_known, acting):
+            colour = TAG_COLOURS["out" if tag.startswith("out #") else tag]
+            w = p.width(tag, 11) + 12
+            if tx + w > x0 + SEAT_W - 6:
+                tx, ty = x0 + 8, ty + 18
+            tx += p.pill(tx, ty, tag, colour) + 4
+
+    # -- the pile, oldest first ------------------------------------------------------------
+    y = lay["y_pile"]
+    d.rounded_rectangle((MARGIN / 2, y, W - MARGIN / 2, lay["y_hands"] - 8), radius=8,
+                        fill=PANEL_BG, outline=PANEL_EDGE)
+    count = len(s.plays)
+    title = "Pile (oldest to newest)" + (f": {count} play{'s' if count != 1 else ''}"
+                                         if count else ": empty")
+    p.text((MARGIN, y + 6), title, 13)
+    groups = [(q, list(iter_cards(c))) for q, c in s.plays]
+
+    def flow(gs: list[tuple[int, list[int]]], lead: float) -> list[list[tuple[int, list[int],
+                                                                                  float]]]:
+        rows: list[list[tuple[int, list[int], float]]] = [[]]
+        x = MARGIN + lead
+        for q, cs in gs:
+            w = max(len(cs) * (CARD_W + CARD_GAP) - CARD_GAP, p.width(names[q], 11))
+            if x + w > W - MARGIN and rows[-1]:
+                rows.append([])
+                x = MARGIN
+            rows[-1].append((q, cs, w))
+            x += w + PILE_GAP
+        return rows
+
+    skipped = 0
+    rows = flow(groups, 0)
+    while len(rows) > PILE_ROWS:  # show the newest plays, with a count of the hidden ones
+        skipped += 1
+        rows = flow(groups[skipped:], 96)
+    for r, row in enumerate(rows):
+        x = MARGIN
+        ry = y + SECTION_TITLE_H + r * PILE_ROW_H
+        if r == 0 and skipped:
+            p.text((x, ry + CARD_H / 2), f"+{skipped} earlier", 12, fill=MUTED, anchor="lm")
+            x += 96
+        for k, (q, cs, w) in enumerate(row):
+            for j, c in enumerate(cs):
+                p.card(x + j * (CARD_W + CARD_GAP), ry, c, deck_style)
+            p.text((x, ry + CARD_H + 3), names[q], 11, fill=INK if r == len(rows) - 1
+                   and k == len(row) - 1 else MUTED)
+            x += w + PILE_GAP
+            last = r == len(rows) - 1 and k == len(row) - 1
+            if not last:
+                p.text((x - PILE_GAP / 2, ry + CARD_H / 2), ">", 13, fill=MUTED, anchor="mm")
+
+    # -- hands -----------------------------------------------------------------------------
+    y = lay["y_hands"]
+    per, nrows = lay["per"], lay["rows"]
+
+    def hand_rows(x: float, top: float, hand: int) -> None:
+        cards = list(iter_cards(hand))
+        cap = per * nrows
+        if len(cards) > cap:  # cannot happen within the rules; keep the shape anyway
+            cards = cards[:cap - 1]
+        for k, c in enumerate(cards):
+            r, i = divmod(k, per)
+            p.card(x + i * (CARD_W + CARD_GAP), top + r * (CARD_H + CARD_GAP), c, deck_style)
+        if not cards:
+            p.text((x, top + CARD_H / 2), "(no cards)", 12, fill=MUTED, anchor="lm")
+
+    if seat is None:
+        p.text((MARGIN, y + 4), "Hands", 13)
+        top = y + SECTION_TITLE_H
+        row_h = nrows * (CARD_H + CARD_GAP) + 8
+        for q in range(s.n):
+            if q:
+                d.line((MARGIN, top - 5, W - MARGIN, top - 5), fill=PANEL_EDGE, width=1)
+            p.clipped((MARGIN, top + 6), names[q], 13, LABEL_W - 10,
+                      fill=ACT_EDGE if q == acting else INK)
+            n_c = s.hands[q].bit_count()
+            p.text((MARGIN, top + 24), f"{n_c} card{'s' if n_c != 1 else ''}", 11, fill=MUTED)
+            hand_rows(MARGIN + LABEL_W, top, s.hands[q])
+            top += row_h
+    else:
+        n_c = s.hands[seat].bit_count()
+        p.text((MARGIN, y + 4), f"Hand of {names[seat]} ({n_c} card{'s' if n_c != 1 else ''})",
+               13)
+        hand_rows(MARGIN, y + SECTION_TITLE_H, s.hands[seat])
+
+    # -- footer: legend and the last round -------------------------------------------------
+    y = lay["y_footer"]
+    d.line((MARGIN, y, W - MARGIN, y), fill=PANEL_EDGE, width=1)
+    x = MARGIN
+    for k, colour in enumerate(SUIT_COLOURS):
+        label = SUIT_NAMES[k] if deck_style == "dragon" \
+            else f"{TAROKKA_SUITS[k]} ({SUIT_NAMES[k]})"
+        d.rounded_rectangle((x, y + 9, x + 14, y + 23), radius=3, fill=colour)
+        p.text((x + 19, y + 16), label, 11, anchor="lm")
+        x += 19 + p.width(label, 11) + 16
+    d.rounded_rectangle((x, y + 9, x + 14, y + 23), radius=3, fill=DRAGON_FILL,
+                        outline=DRAGON_INK)
+    p.text((x + 19, y + 16), "dragon card", 11, anchor="lm")
+    x += 19 + p.width("dragon card", 11) + 16
+    d.rounded_rectangle((x, y + 9, x + 14, y + 23), radius=3, fill=EGG_SHELL, outline=EGG_EDGE,
+                        width=2)
+    p.text((x + 19, y + 16), card_name(EGG, deck_style).title(), 11, anchor="lm")
+    if s.results:
+        last = s.results[-1]
+        text = (f"last round ({last.round + 1}): "
+                + " > ".join(names[q] for q in last.order)
+                + ("  (deadlock)" if last.deadlock else "")
+                + f"   - Dragon {names[last.dragon]}, Egg {names[last.egg]}")
+        p.clipped((MARGIN, y + 38), text, 12, W - 2 * MARGIN, fill=MUTED, anchor="lm")
+
+    return np.asarray(img, dtype=np.uint8).copy()
+
+
+__all__ = ["render_rgb", "image_size", "SUIT_COLOURS"]
