@@ -25,9 +25,11 @@ Every measurement plays whole episodes of uniformly random legal actions (drawn 
   random choice from ``state.legal_actions()``; ``state.apply_action``. Every applied action,
   chance included, is a step; decisions alone are reported beside.
 
-Each measurement warms up, then runs ``--seconds`` split into five slices that end on episode
-boundaries; the figure is the median slice rate (the spread shows the noise). The clock is read
-only between episodes, so no loop pays for it per step.
+The process is pinned to its first allowed CPU. Every loop is built and warmed up first; then
+five rounds run, in each of which every loop plays one slice of ``--seconds / 5`` (the order
+rotating), so a slow spell of a shared machine hits all of them alike. A figure is the median
+of a loop's five slice rates; a ratio is the median of its five same-round slice ratios. The
+clock is read only between episodes, so no loop pays for it per step.
 """
 
 from __future__ import annotations
@@ -54,10 +56,13 @@ SLICES = 5
 FLOOR_EPISODE_STEPS = 100
 
 # Ratio name, numerator key, denominator key, target.
+# (name, numerator, denominator, target, basis): the AEC targets compare env.step calls; the
+# engine target compares decisions (player actions), because OpenSpiel deals card by card as
+# 52 chance actions a game while the engine deals a round in one call that no step counts.
 TARGETS = (
-    ("env() / no-logic floor", "de_env", "floor", 1.0),
-    ("raw_env() / leduc raw_env()", "de_raw", "leduc_raw", 1.3),
-    ("engine / OpenSpiel dou_dizhu", "engine", "dou_dizhu", 1.0),
+    ("env() / no-logic floor", "de_env", "floor", 1.0, "steps"),
+    ("raw_env() / leduc raw_env()", "de_raw", "leduc_raw", 1.3, "steps"),
+    ("engine / OpenSpiel dou_dizhu", "engine", "dou_dizhu", 1.0, "decisions"),
 )
 
 
@@ -138,7 +143,10 @@ class OpenSpielLoop:
             import pyspiel
         except ImportError as exc:
             raise Skip(exc.name or "pyspiel") from None
-        self.game = pyspiel.load_game(name)
+        try:
+            self.game = pyspiel.load_game(name)
+        except Exception as exc:  # an OpenSpiel build without the game
+            raise Skip(f"pyspiel game {name!r} ({exc})") from None
         self.rng = random.Random(seed)
         s = self.game.new_initial_state()
         while s.is_chance_node():  # the uniform draw below is exact only for uniform chance
@@ -277,32 +285,49 @@ def measurements(players: int) -> list[tuple[str, str, Callable[[int], Any]]]:
     ]
 
 
-def measure(loop: Any, seconds: float) -> dict[str, Any]:
-    """Warm up, then time ``SLICES`` slices of ``seconds / SLICES`` each."""
+def warm_up(loop: Any, seconds: float) -> None:
+    """Run ``loop`` untimed for a moment: caches, lazy imports, first-call costs."""
+    loop.run(time.perf_counter() + min(1.0, 0.1 * seconds))
+
+
+def measure_interleaved(loops: dict[str, Any], seconds: float,
+                        progress: Callable[[int], None] | None = None) -> dict[str, dict]:
+    """Time ``SLICES`` rounds; in each round every loop runs one slice of ``seconds / SLICES``
+    (the order rotating from round to round), so a slow spell of the machine falls on all
+    measurements alike and ratios can be taken slice by slice."""
     clock = time.perf_counter
-    loop.run(clock() + min(1.0, 0.1 * seconds))  # warm-up: caches, lazy imports
-    gc.collect()
-    rates, drates = [], []
-    steps = decisions = episodes = 0
-    for _ in range(SLICES):
-        t0 = clock()
-        n, d, e = loop.run(t0 + seconds / SLICES)
-        dt = clock() - t0
-        rates.append(n / dt)
-        drates.append(d / dt)
-        steps += n
-        decisions += d
-        episodes += e
-    return {
-        "steps_per_s": statistics.median(rates),
-        "decisions_per_s": statistics.median(drates),
-        "slice_steps_per_s": rates,
-        "spread": (max(rates) - min(rates)) / statistics.median(rates),
-        "steps": steps,
-        "decisions": decisions,
-        "episodes": episodes,
-        "steps_per_episode": steps / episodes,
-    }
+    per = seconds / SLICES
+    keys = list(loops)
+    raw: dict[str, list[tuple[int, int, int, float]]] = {k: [] for k in keys}
+    for r in range(SLICES):
+        if progress is not None:
+            progress(r)
+        for j in range(len(keys)):
+            key = keys[(r + j) % len(keys)]
+            gc.collect()
+            t0 = clock()
+            n, d, e = loops[key].run(t0 + per)
+            raw[key].append((n, d, e, clock() - t0))
+    out = {}
+    for key, rows in raw.items():
+        rates = [n / dt for n, _, _, dt in rows]
+        drates = [d / dt for _, d, _, dt in rows]
+        steps = sum(row[0] for row in rows)
+        episodes = sum(row[2] for row in rows)
+        med = statistics.median(rates)
+        out[key] = {
+            "steps_per_s": med,
+            "decisions_per_s": statistics.median(drates),
+            "slice_steps_per_s": rates,
+            "slice_decisions_per_s": drates,
+            "spread": (max(rates) - min(rates)) / med,
+            "steps": steps,
+            "decisions": sum(row[1] for row in rows),
+            "episodes": episodes,
+            "seconds": sum(row[3] for row in rows),
+            "steps_per_episode": steps / episodes,
+        }
+    return out
 
 
 def pin_to_one_core() -> int | None:
@@ -403,27 +428,33 @@ def _run(args: argparse.Namespace, cpu: int | None) -> int:
           f"{args.players} players; pinned to CPU {cpu if cpu is not None else '(not supported)'} "
           f"({_cpu_model()}), Python {platform.python_version()}", flush=True)
     plan = measurements(args.players)
-    results: dict[str, dict[str, Any]] = {}
-    labels = {}
+    labels = {key: label for key, label, _ in plan}
+    skipped: dict[str, str] = {}
+    loops: dict[str, Any] = {}
     for i, (key, label, factory) in enumerate(plan, 1):
-        labels[key] = label
-        print(f"[{i}/{len(plan)}] {label} ...", end=" ", flush=True)
+        print(f"[{i}/{len(plan)}] {label}: set up and warm up ...", end=" ", flush=True)
         try:
             loop = factory(args.seed)
         except Skip as exc:
             print(f"skipped (not installed: {exc})", flush=True)
-            results[key] = {"skipped": f"not installed: {exc}"}
+            skipped[key] = f"not installed: {exc}"
             continue
-        r = measure(loop, args.seconds)
-        results[key] = r
-        print(f"{_fmt_rate(r['steps_per_s'])} steps/s", flush=True)
-        del loop
-        gc.collect()
+        warm_up(loop, args.seconds)
+        loops[key] = loop
+        print("ready", flush=True)
+
+    n = len(loops)
+    per = args.seconds / SLICES
+    print(f"timing: {SLICES} rounds of {n} interleaved slices of {per:.3g} s ...", flush=True)
+    results: dict[str, dict[str, Any]] = {k: {"skipped": v} for k, v in skipped.items()}
+    results.update(measure_interleaved(
+        loops, args.seconds,
+        lambda r: print(f"  round {r + 1}/{SLICES}", flush=True)))
 
     print()
     w = max(len(lbl) for lbl in labels.values())
-    head = (f"{'measurement':<{w}}  {'steps/s':>10}  {'decisions/s':>11}  {'spread':>6}  "
-            f"{'steps/episode':>13}")
+    head = (f"{'measurement':<{w}}  {'steps/s':>10}  {'min..max of slices':>19}  "
+            f"{'decisions/s':>11}  {'steps/episode':>13}")
     print(head)
     print("-" * len(head))
     for key, _, _ in plan:
@@ -431,34 +462,52 @@ def _run(args: argparse.Namespace, cpu: int | None) -> int:
         if "skipped" in r:
             print(f"{labels[key]:<{w}}  skipped ({r['skipped']})")
             continue
-        print(f"{labels[key]:<{w}}  {_fmt_rate(r['steps_per_s']):>10}  "
-              f"{_fmt_rate(r['decisions_per_s']):>11}  {r['spread']:>6.1%}  "
-              f"{r['steps_per_episode']:>13.1f}")
-    print("steps/s: median of 5 slices; spread: (max - min) / median of the slices. AEC steps "
-          "include the None steps of terminated agents; dou_dizhu steps include its chance "
-          "actions (the deal), the engine's exclude its deals; decisions/s counts neither.")
+        lo, hi = min(r["slice_steps_per_s"]), max(r["slice_steps_per_s"])
+        span = f"{lo / 1000:,.0f}k..{hi / 1000:,.0f}k"
+        print(f"{labels[key]:<{w}}  {_fmt_rate(r['steps_per_s']):>10}  {span:>19}  "
+              f"{_fmt_rate(r['decisions_per_s']):>11}  {r['steps_per_episode']:>13.1f}")
+    print("steps/s: median of the slices. AEC steps include the None steps of terminated "
+          "agents;\ndou_dizhu steps include its chance actions (the deal); the engine's "
+          "exclude its deals.\ndecisions/s counts neither.")
 
     print()
+    print(f"{'target ratio':<30}  {'basis':>9}  {'median':>6}  {'min..max':>11}  "
+          f"{'steps':>6}  {'decisions':>9}")
     ratios = []
-    for name, num, den, target in TARGETS:
-        a, b = results[num], results[den]
-        if "skipped" in a or "skipped" in b:
-            print(f"{name:<30}  n/a   (target >= {target:g}; {den} skipped)")
-            ratios.append({"name": name, "target": target, "ratio": None, "pass": None})
+    for name, num, den, target, basis in TARGETS:
+        if num in skipped or den in skipped:
+            print(f"{name:<30}  {'n/a':>6}  {'':>11}  {'':>9}  (target >= {target:g}; "
+                  f"{den if den in skipped else num} skipped)")
+            ratios.append({"name": name, "numerator": num, "denominator": den,
+                           "target": target, "ratio": None, "pass": None})
             continue
-        ratio = a["steps_per_s"] / b["steps_per_s"]
+        a, b = results[num], results[den]
+        sratio = statistics.median(
+            x / y for x, y in zip(a["slice_steps_per_s"], b["slice_steps_per_s"]))
+        dslices = [x / y for x, y in zip(a["slice_decisions_per_s"], b["slice_decisions_per_s"])]
+        dratio = statistics.median(dslices)
+        per_slice = dslices if basis == "decisions" else [
+            x / y for x, y in zip(a["slice_steps_per_s"], b["slice_steps_per_s"])]
+        ratio = statistics.median(per_slice)
         ok = ratio >= target
-        print(f"{name:<30}  {ratio:5.2f}  (target >= {target:g})  {'PASS' if ok else 'MISS'}")
-        ratios.append({"name": name, "numerator": num, "denominator": den, "target": target,
-                       "ratio": ratio, "pass": ok,
-                       "decision_ratio": a["decisions_per_s"] / b["decisions_per_s"]})
+        span = f"{min(per_slice):.2f}..{max(per_slice):.2f}"
+        print(f"{name:<30}  {basis:>9}  {ratio:6.2f}  {span:>11}  {sratio:6.2f}  {dratio:9.2f}"
+              f"  (target >= {target:g})  {'PASS' if ok else 'MISS'}")
+        ratios.append({
+            "name": name, "numerator": num, "denominator": den, "target": target,
+            "basis": basis, "ratio": ratio, "pass": ok, "slice_ratios": per_slice,
+            "steps_ratio": sratio, "decisions_ratio": dratio,
+        })
+    print("ratios: median over the rounds of the ratio of the two slices of each round, on the "
+          "basis\nshown; the steps and decisions columns give both for information.")
 
     if args.json:
         doc = {
-            "seconds": args.seconds, "seed": args.seed, "players": args.players,
-            "pinned_cpu": cpu, "cpu_model": _cpu_model(), "platform": platform.platform(),
-            "versions": _versions(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "results": {k: {"label": labels[k], **v} for k, v in results.items()},
+            "seconds": args.seconds, "slices": SLICES, "seed": args.seed,
+            "players": args.players, "pinned_cpu": cpu, "cpu_model": _cpu_model(),
+            "platform": platform.platform(), "versions": _versions(),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "results": {k: {"label": labels[k], **results[k]} for k, _, _ in plan},
             "ratios": ratios,
         }
         with open(args.json, "w", encoding="utf-8") as f:

@@ -69,6 +69,7 @@ import random
 import secrets
 from typing import Any, Iterator
 
+import gymnasium
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
@@ -227,10 +228,12 @@ class raw_env(AECEnv):
             self.infos[self._mask_holder]["action_mask"] = self._zero_mask
         if s.phase == E.DONE:
             self._mask_holder = None
+            self._cur_mask = None
             return
         agent = self.possible_agents[s.current]
         self.agent_selection = agent
-        self.infos[agent]["action_mask"] = mask_array(E.legal_mask(s))
+        # One array per step, shared by infos and the acting agent's observation.
+        self._cur_mask = self.infos[agent]["action_mask"] = mask_array(E.legal_mask(s))
         self._mask_holder = agent
 
     def step(self, action: Any) -> None:
@@ -244,17 +247,20 @@ class raw_env(AECEnv):
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        try:
-            a = int(action)
-            ok = a == action and not isinstance(action, (bool, np.bool_))
-        except (TypeError, ValueError, OverflowError):
-            ok = False
+        if type(action) is int:  # the common case, checked cheaply
+            a, ok = action, True
+        else:
+            try:
+                a = int(action)
+                ok = a == action and not isinstance(action, (bool, np.bool_))
+            except (TypeError, ValueError, OverflowError):
+                ok = False
         if not ok or not 0 <= a < NUM_ACTIONS:
             raise ActionOutOfBoundsError(
                 f"{agent}: action {action!r} is outside the action space "
                 f"Discrete({NUM_ACTIONS}) (an integer 0..{NUM_ACTIONS - 1})")
         s = self._s
-        if not (E.legal_mask(s) >> a) & 1:
+        if not (s.mask >> a) & 1:  # the mask was computed for this state by _select
             if self._terminate_illegal:
                 self._end_by_illegal(agent, a)
                 return
@@ -269,9 +275,8 @@ class raw_env(AECEnv):
             self._result_in_infos = False
         self._cumulative_rewards[agent] = 0.0
         nres = len(s.results)
+        self._actions.append((s.current, a))
         E.step(s, a)
-        self._actions.append((s_seat := self.agent_name_mapping[agent], a))
-        del s_seat
         if len(s.results) != nres:
             self._round_ended(s.results[-1])
             if s.phase == E.DEAL:
@@ -323,8 +328,8 @@ class raw_env(AECEnv):
         i = self.agent_name_mapping[agent]
         s = self._s
         obs = self._encoder.encode(s, i)
-        if s.current == i and s.phase != E.DONE and self._illegal is None:
-            mask = mask_array(E.legal_mask(s))
+        if s.current == i and self._cur_mask is not None and self._illegal is None:
+            mask = self._cur_mask
         else:
             mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
         return {"observation": obs, "action_mask": mask}
@@ -338,8 +343,8 @@ class raw_env(AECEnv):
         if not self._has_reset:
             raise OrderError("reset() needs to be called before render.")
         if self.render_mode is None:
-            EnvLogger.warn_on_render_mode_none() if hasattr(
-                EnvLogger, "warn_on_render_mode_none") else None
+            gymnasium.logger.warn("render() was called without a render_mode; pass "
+                                  "render_mode='ansi', 'human' or 'rgb_array' to the env.")
             return None
         if self.render_mode == "rgb_array":
             return self.render_image(viewer=None)

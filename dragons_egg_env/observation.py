@@ -171,19 +171,20 @@ class Encoder:
                 bits |= s.hands[q] << (base + q * NUM_CARDS)
         out = np.empty(self.size, dtype=np.float32)
         nb = self.scalar_start
+        # Positional arguments: keyword parsing costs as much as the unpacking here.
         out[:nb] = np.unpackbits(np.frombuffer(bits.to_bytes(self.nbytes, "little"), np.uint8),
-                                 bitorder="little", count=nb)
+                                 None, nb, "little")
         hands = s.hands
         sc = s.scores
         inv = self._inv_rounds
         order = self._order[i]
-        out[nb:] = ([hands[q].bit_count() * _INV_CARDS for q in order] + self._pad
+        out[nb:] = ([_SIZE[hands[q].bit_count()] for q in order] + self._pad
                     + [sc[q] * inv for q in order] + self._pad
                     + [s.round_idx * inv, s.asks_left / 44.0 if party else 0.0])
         return out
 
 
-_INV_CARDS = 1.0 / NUM_CARDS
+_SIZE = [k / NUM_CARDS for k in range(NUM_CARDS + 1)]  # scaled hand size of k cards
 # Phase slot of each engine phase: play, complete, ask, give, done (deal shows as done).
 _PHASE_SLOT = (0, 1, 2, 3, 4, 4)
 
