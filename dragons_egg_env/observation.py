@@ -212,7 +212,7 @@ def mask_array(mask: int) -> np.ndarray:
     return arr.copy()
 
 
-__all__ = ["Field", "Layout", "layout", "Encoder", "mask_array", "ObsView", "decode"]
+__all__ = ["Field", "Layout", "layout", "Encoder", "mask_array", "ObsView", "decode", "pad"]
 
 
 def _bits_to_int(x: np.ndarray) -> int:
@@ -300,3 +300,34 @@ def decode(obs: np.ndarray, max_players: int, num_rounds: int = 1) -> ObsView:
         round_fraction=float(g["round"][0]),
         asks_left=int(round(float(g["asks_left"][0]) * 44)),
     )
+
+
+def pad(obs: np.ndarray, from_players: int, to_players: int) -> np.ndarray:
+    """An observation built for ``from_players`` seats, re-laid for ``to_players`` seats
+    (``to_players >= from_players``), exactly as if the env had been created with
+    ``max_players=to_players``. Lets a policy trained with padding play any smaller table."""
+    if to_players == from_players:
+        return obs
+    if to_players < from_players:
+        raise ValueError(f"cannot pad an observation of {from_players} seats down to "
+                         f"{to_players}")
+    src, dst = layout(from_players), layout(to_players)
+    if obs.shape[-1] != src.size:
+        raise ValueError(f"observation has {obs.shape[-1]} values; a {from_players}-seat "
+                         f"observation has {src.size}")
+    out = np.zeros(obs.shape[:-1] + (dst.size,), dtype=obs.dtype)
+    m, k = from_players, to_players
+    for f in src.fields:
+        g = dst.field(f.name)
+        x = obs[..., f.slice]
+        if f.size == g.size:
+            out[..., g.slice] = x
+        elif f.size == m:  # one value per seat
+            out[..., g.start:g.start + m] = x
+        elif f.size == m * m:  # per seat, one-hot place
+            y = out[..., g.slice].reshape(obs.shape[:-1] + (k, k))
+            y[..., :m, :m] = x.reshape(obs.shape[:-1] + (m, m))
+            out[..., g.slice] = y.reshape(obs.shape[:-1] + (k * k,))
+        else:  # pragma: no cover - every field is one of the kinds above
+            raise AssertionError(f"field {f.name} cannot be padded")
+    return out

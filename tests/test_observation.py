@@ -52,3 +52,34 @@ def test_layout_is_generated_from_max_players():
     assert big.size > small.size
     assert big.field("out_place").size == 64 and small.field("out_place").size == 4
     assert layout(4, state=True).size == layout(4).size + 4 * 45
+
+
+@pytest.mark.parametrize("n,m", [(2, 4), (3, 8), (4, 4), (5, 6)])
+def test_pad_equals_encoding_with_max_players(n, m):
+    from dragons_egg_env.observation import pad
+
+    rng = random.Random(n)
+    small = dragons_egg_v0.raw_env(num_players=n, num_rounds=2)
+    big = dragons_egg_v0.raw_env(num_players=n, num_rounds=2, max_players=m)
+    small.reset(seed=1)
+    big.reset(seed=1)
+    for _ in range(80):
+        if small.phase() == "done":
+            break
+        for agent in small.possible_agents:
+            a = small.observe(agent)["observation"]
+            b = big.observe(agent)["observation"]
+            assert np.array_equal(pad(a, n, m), b)
+        legal = small.legal_actions()
+        act = legal[rng.randrange(len(legal))]
+        small.step(act)
+        big.step(act)
+
+
+def test_pad_rejects_bad_input():
+    from dragons_egg_env.observation import pad
+
+    with pytest.raises(ValueError, match="cannot pad an observation of 6 seats down to 4"):
+        pad(np.zeros(layout(6).size, np.float32), 6, 4)
+    with pytest.raises(ValueError, match="a 4-seat observation has"):
+        pad(np.zeros(10, np.float32), 4, 6)
