@@ -8,7 +8,8 @@ phase and the scores are copied; the hidden cards are dealt at random to the oth
 consistently with:
 
 - hand sizes;
-- the Egg: with its known holder, else with a random other active player, weighted by hand size;
+- the Egg: with its known holder, else dealt like any other hidden card (so it lands with an
+  active player, in proportion to the room left in its hand);
 - tribute knowledge (R32..R34): as the Dragon, cards given back are in the payer's hand and
   cards asked for and missed are not; as the payer, cards taken are in the Dragon's hand and
   missed cards are not (the Dragon only asks for cards it does not hold).
@@ -50,15 +51,7 @@ def sample_world(view: ObsView, config: RulesConfig, rng: random.Random) -> E.St
         slots[seat] -= card_mask.bit_count()
         hidden &= ~card_mask
 
-    # The Egg.
-    if not view.hand & EGG_BIT:
-        holder = view.egg_holder
-        if holder <= 0:
-            seats = [j for j in range(1, n) if active[j] and slots[j] > 0]
-            if not seats:
-                raise SamplingError("no player can hold the Egg")
-            holder = rng.choices(seats, weights=[slots[j] for j in seats])[0]
-        place(EGG_BIT, holder)
+    # Cards known from the tribute first, so that they count against the hand sizes.
     forbid = [0] * n
     missed = view.tribute_asked & ~view.tribute_taken
     if view.dragon == 0 and view.tribute_payer > 0:
@@ -67,6 +60,10 @@ def sample_world(view: ObsView, config: RulesConfig, rng: random.Random) -> E.St
     elif view.tribute_payer == 0 and view.dragon > 0:
         place(view.tribute_taken, view.dragon)
         forbid[view.dragon] = missed
+    # The Egg: with its holder where the observer knows it; else it is dealt with the other
+    # hidden cards (nobody is barred from holding it, and players who are out have no room).
+    if not view.hand & EGG_BIT and view.egg_holder > 0:
+        place(EGG_BIT, view.egg_holder)
     # Deal the rest: the constrained seat first, from what it may hold.
     order = sorted(range(1, n), key=lambda j: forbid[j] == 0)
     for j in order:

@@ -126,12 +126,16 @@ def _random_states(n, rounds, seeds, flags=None):
             env.step(int(legal[rng.randrange(len(legal))]))
 
 
-@pytest.mark.parametrize("n,flags", [(3, {}), (4, {"egg_in_tribute": True, "tribute_asks": 4}),
-                                     (6, {"pass_locks_out": True})])
-def test_sampled_world_is_consistent_with_what_the_player_knows(n, flags):
+@pytest.mark.parametrize("n,flags,seeds", [
+    (3, {}, 3), (4, {"egg_in_tribute": True, "tribute_asks": 4}, 3),
+    (6, {"pass_locks_out": True}, 3),
+    (2, {"tribute_asks": 8}, 25),  # small tables: tribute knowledge fills whole hands
+    (3, {"tribute_asks": 44}, 35),  # many misses: the Egg must go where there is room
+    (4, {}, 12)])
+def test_sampled_world_is_consistent_with_what_the_player_knows(n, flags, seeds):
     rng = random.Random(0)
     checked = 0
-    for env, agent, obs in _random_states(n, 3, range(3), flags):
+    for env, agent, obs in _random_states(n, 3, range(seeds), flags):
         cfg = env.config
         view = decode(obs["observation"], n, cfg.num_rounds)
         world = sample_world(view, cfg, rng)
