@@ -9,7 +9,9 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,experiments,render]'
+	# torch's CPU build first: an unpinned torch would pull a CUDA build of several GB
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[test,experiments,render,train]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -96,5 +96,14 @@ register("greedy", GreedyAgent)
 register("heuristic", HeuristicAgent)
 register("ismcts", ISMCTSAgent)
 
+
+def _ppo(seed: int | None = None, path: str = "", deterministic: bool = True) -> Agent:
+    from .ppo import PPOAgent  # torch and SB3 load only when a ppo agent is made
+
+    return PPOAgent(seed=seed, path=path, deterministic=deterministic)
+
+
+register("ppo", _ppo)
+
 __all__ = ["Agent", "RandomAgent", "GreedyAgent", "HeuristicAgent", "ISMCTSAgent", "register",
            "make_agent", "parse_spec", "available", "AgentSpecError", "legal_from_mask"]

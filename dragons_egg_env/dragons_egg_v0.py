@@ -133,6 +133,7 @@ class raw_env(AECEnv):
         "render_modes": ["ansi", "human", "rgb_array"],
         "name": ENV_NAME,
         "is_parallelizable": False,
+        "render_fps": 2,
     }
 
     def __init__(self, render_mode: str | None = None, max_players: int | None = None,

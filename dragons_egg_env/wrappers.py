@@ -1,0 +1,259 @@
+"""A single-agent Gymnasium view of Dragon's Egg, for Stable-Baselines3 and other single-agent
+learners.
+
+:class:`SingleAgentEnv` seats one learner at the table; every other seat is played by an
+opponent drawn from a pool. Each episode is one match (``num_rounds`` rounds, so a learner that
+wins a round makes tribute choices in the next). :meth:`SingleAgentEnv.step` returns the
+learner's own reward earned since its previous move, including round-end rewards that fell on
+other players' turns; the match's last reward (the loser's -1 included) arrives with the step
+that ends the episode.
+
+Opponents in the pool may be agent specs (``"heuristic"``, ``"ppo:path=snap.zip"``: picklable,
+so the pool travels to ``SubprocVecEnv`` workers), :class:`agents.base.Agent` instances, or any
+callable ``(observation, action_mask) -> action``. The learner's seat and the table size are
+drawn per episode from the given sets, from the episode seed.
+
+The env has ``action_masks()`` (so MaskablePPO needs no extra wrapper), is seeded by
+``reset(seed)``, passes Gymnasium's and SB3's env checkers, and is registered as
+``dragons_egg/SingleAgent-v0``.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Callable, Sequence, Union
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from .actions import NUM_ACTIONS
+from .config import RulesConfig
+from .dragons_egg_v0 import raw_env
+from .observation import layout
+
+GYM_ID = "dragons_egg/SingleAgent-v0"
+
+Policy = Callable[[np.ndarray, np.ndarray], int]
+Opponent = Union[str, Policy, Any]
+
+
+class _CallableAgent:
+    """Adapts a plain callable to the agent protocol."""
+
+    def __init__(self, fn: Policy) -> None:
+        self.fn = fn
+
+    def start_match(self, seat: int, config: RulesConfig, max_players: int | None = None) -> None:
+        pass
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        return int(self.fn(observation, action_mask))
+
+    def end_round(self, result: dict) -> None:
+        pass
+
+
+class SingleAgentEnv(gymnasium.Env):
+    """One learner against a pool of opponents (see the module docstring).
+
+    Args:
+        opponents: the pool; each seat draws one per episode (uniformly, or by ``weights``).
+        table_sizes: table sizes to draw from per episode (2..8).
+        seats: learner seats to draw from (default: every seat); seats that do not exist at a
+            drawn table size are skipped.
+        num_rounds: rounds per match (R26).
+        max_players: observation padding; default the largest table size.
+        illegal_action: ``"terminate"`` (the episode ends, the learner gets -1, as
+            ``dragons_egg_v0.env()`` does; the default, which Gymnasium's checker needs) or
+            ``"raise"``.
+        **rule_flags: any rule flag of :class:`~dragons_egg_env.config.RulesConfig`.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 2}
+
+    def __init__(self, opponents: Sequence[Opponent] = ("heuristic",),
+                 table_sizes: Sequence[int] = (4,), seats: Sequence[int] | None = None,
+                 num_rounds: int = 3, max_players: int | None = None,
+                 weights: Sequence[float] | None = None, illegal_action: str = "terminate",
+                 render_mode: str | None = None, **rule_flags: Any) -> None:
+        super().__init__()
+        sizes = tuple(table_sizes)
+        if not sizes:
+            raise ValueError("table_sizes must name at least one table size")
+        for n in sizes:
+            RulesConfig.from_kwargs({**rule_flags, "num_players": n, "num_rounds": num_rounds})
+        self.table_sizes = sizes
+        self.max_players = max_players or max(sizes)
+        if self.max_players < max(sizes) or self.max_players > 8:
+            raise ValueError(f"max_players must be in {max(sizes)}..8, got {self.max_players}")
+        self.seats = tuple(seats) if seats is not None else tuple(range(max(sizes)))
+        if not self.seats or any(not 0 <= s < max(sizes) for s in self.seats):
+            raise ValueError(f"seats must be within 0..{max(sizes) - 1}, got {self.seats}")
+        if not any(s < n for s in self.seats for n in sizes):
+            raise ValueError("no learner seat exists at any of the table sizes")
+        if illegal_action not in ("terminate", "raise"):
+            raise ValueError(f"illegal_action must be 'terminate' or 'raise', "
+                             f"got {illegal_action!r}")
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self.render_mode = render_mode
+        self.illegal_action = illegal_action
+        self.num_rounds = num_rounds
+        self.rule_flags = dict(rule_flags)
+        self.pool: list[Opponent] = []
+        self.weights: list[float] | None = None
+        self.set_pool(opponents, weights)
+        size = layout(self.max_players).size
+        self.observation_space = spaces.Box(-1.0, 1.0, (size,), np.float32)
+        self.action_space = spaces.Discrete(NUM_ACTIONS)
+        self._env: raw_env | None = None
+        self._agents: dict[str, Any] = {}
+        self._mask = np.zeros(NUM_ACTIONS, dtype=bool)
+        self._episode_rng: random.Random | None = None
+
+    # -- the pool -------------------------------------------------------------------------
+    def set_pool(self, opponents: Sequence[Opponent], weights: Sequence[float] | None = None
+                 ) -> None:
+        """Replace the opponent pool (takes effect at the next episode)."""
+        from agents import make_agent, parse_spec
+
+        pool = list(opponents)
+        if not pool:
+            raise ValueError("the opponent pool is empty")
+        for opp in pool:
+            if isinstance(opp, str):
+                parse_spec(opp)
+            elif not (callable(opp) or hasattr(opp, "act")):
+                raise TypeError(f"an opponent is an agent spec, an Agent or a callable; "
+                                f"got {opp!r}")
+        if weights is not None:
+            weights = [float(w) for w in weights]
+            if len(weights) != len(pool) or any(w < 0 for w in weights) or not sum(weights):
+                raise ValueError("weights must be one non-negative number per opponent, "
+                                 "not all zero")
+        self.pool = pool
+        self.weights = weights
+        self._make_agent = make_agent
+
+    def add_opponent(self, opponent: Opponent, weight: float | None = None) -> None:
+        """Add one opponent (for self-play snapshots)."""
+        pool = self.pool + [opponent]
+        weights = None
+        if self.weights is not None or weight is not None:
+            old = self.weights or [1.0] * len(self.pool)
+            weights = old + [1.0 if weight is None else weight]
+        self.set_pool(pool, weights)
+
+    def pool_size(self) -> int:
+        return len(self.pool)
+
+    def _draw_opponent(self, rng: random.Random, seed: int) -> Any:
+        opp = rng.choices(self.pool, weights=self.weights)[0]
+        if isinstance(opp, str):
+            return self._make_agent(opp, seed=seed)
+        if hasattr(opp, "act"):
+            return opp
+        return _CallableAgent(opp)
+
+    # -- Gymnasium API --------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict | None = None
+              ) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        rng = random.Random(int(self.np_random.integers(2**63)))
+        sizes = [n for n in self.table_sizes if any(s < n for s in self.seats)]
+        n = rng.choice(sizes)
+        self.learner = rng.choice([s for s in self.seats if s < n])
+        env = raw_env(num_players=n, num_rounds=self.num_rounds, max_players=self.max_players,
+                      **self.rule_flags)
+        env.reset(seed=rng.getrandbits(63), options=options)
+        self._env = env
+        self._learner_name = env.possible_agents[self.learner]
+        self._agents = {}
+        for q, name in enumerate(env.possible_agents):
+            if q != self.learner:
+                agent = self._draw_opponent(rng, rng.getrandbits(63))
+                agent.start_match(q, env.config, self.max_players)
+                self._agents[name] = agent
+        self._pending = 0.0
+        self._done = False
+        self._advance()
+        return self._obs(), self._info()
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        if self._env is None:
+            raise RuntimeError("reset() needs to be called before step()")
+        if self._done:
+            raise RuntimeError("the episode is over: call reset()")
+        env = self._env
+        a = int(action)
+        if not (0 <= a < NUM_ACTIONS and self._mask[a]):
+            if self.illegal_action == "raise":
+                env.step(a)  # raises IllegalMoveError naming the action and the legal ones
+            self._done = True
+            info = self._info()
+            info["illegal_action"] = a
+            return self._obs(), -1.0, True, False, info
+        self._pending = 0.0
+        env.step(a)
+        self._collect()
+        self._advance()
+        reward, self._pending = self._pending, 0.0
+        return self._obs(), float(reward), self._done, False, self._info()
+
+    def action_masks(self) -> np.ndarray:
+        """The learner's legal actions now (bool), for MaskablePPO."""
+        return self._mask.copy()
+
+    def render(self) -> str | None:
+        if self._env is None or self.render_mode is None:
+            return None
+        return self._env.render_table(viewer=self._learner_name)
+
+    # -- internals ------------------------------------------------------------------------
+    def _collect(self) -> None:
+        """Add the learner's reward of the last env step; pass round ends to the opponents."""
+        env = self._env
+        self._pending += env.rewards.get(self._learner_name, 0.0)
+        info = env.infos.get(self._learner_name, {})
+        if "round_result" in info:
+            for agent in self._agents.values():
+                agent.end_round(info["round_result"])
+
+    def _advance(self) -> None:
+        """Let the opponents play until the learner must act or the match is over."""
+        env = self._env
+        learner = self._learner_name
+        while True:
+            if env.phase() == "done":
+                self._done = True
+                self._mask[:] = False
+                return
+            agent = env.agent_selection
+            obs = env.observe(agent)
+            if agent == learner:
+                self._last_obs = obs["observation"]
+                self._mask = obs["action_mask"].astype(bool)
+                return
+            env.step(self._agents[agent].act(obs["observation"], obs["action_mask"]))
+            self._collect()
+
+    def _obs(self) -> np.ndarray:
+        if self._done:
+            return self._env.observe(self._learner_name)["observation"]
+        return self._last_obs
+
+    def _info(self) -> dict:
+        env = self._env
+        return {"seat": self.learner, "num_players": env.config.num_players,
+                "round": env.round_index(), "scores": env.scores,
+                "action_mask": self._mask.copy()}
+
+
+def register() -> None:
+    """Register :class:`SingleAgentEnv` with Gymnasium as ``dragons_egg/SingleAgent-v0``."""
+    if GYM_ID not in gymnasium.registry:
+        gymnasium.register(id=GYM_ID, entry_point="dragons_egg_env.wrappers:SingleAgentEnv")
+
+
+__all__ = ["SingleAgentEnv", "GYM_ID", "register"]

@@ -1,0 +1,437 @@
+"""Train a Dragon's Egg agent with MaskablePPO (sb3-contrib) and self-play.
+
+One learner holds one seat of :class:`dragons_egg_env.wrappers.SingleAgentEnv`; the other
+seats draw opponents from a pool that starts with baseline agents and gains a frozen snapshot of
+the learner every ``snapshot_every`` steps (the newest ``max_snapshots`` stay; the baselines
+always stay, so the policy cannot collapse onto itself). Matches have ``num_rounds`` rounds, so
+the learner makes tribute choices whenever it won the previous round.
+
+Every ``eval_every`` steps the current policy plays a duplicate-deal tournament
+(:mod:`experiments.tournament`) against fixed opponents; the mean match score, its difference
+to each opponent with a 95% interval, and the Dragon and Egg rates go to TensorBoard, to the
+run's ``progress.csv`` and to ``eval.csv``; ``learning_curve.png`` is drawn at the end.
+
+The whole configuration is :class:`TrainConfig`; every field is a command-line flag and may
+come from a JSON or TOML file (``--config``); the resolved config is saved as
+``config.json`` in the run folder ``<out_dir>/<run_name>`` (default name
+``ppo-seed<seed>``). Checkpoints (``checkpoints/step_<n>.zip`` with a ``.json`` of the pool
+and evaluation history) are written every ``checkpoint_every`` steps and at the end
+(``final.zip``); ``--resume CHECKPOINT`` continues a run from one. Torch runs on
+``torch_threads`` threads (default 1: on 2 cores more threads made updates ~10x slower while
+another process was busy). The same seed gives the same run as far as torch allows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+DEFAULT_OPPONENTS = ["heuristic", "greedy", "random"]
+
+
+@dataclass
+class TrainConfig:
+    """Every setting of a training run (each is a ``--flag`` of the same name)."""
+
+    #: Environment steps (learner decisions) to train for, in total.
+    total_timesteps: int = 40_000
+    seed: int = 0
+    #: Table sizes drawn per episode; observations are padded to the largest.
+    table_sizes: list[int] = field(default_factory=lambda: [4])
+    num_rounds: int = 3
+    #: Rule flags other than num_players / num_rounds (a JSON object on the command line).
+    rules: dict[str, Any] = field(default_factory=dict)
+    #: Baseline opponents, kept in the pool for the whole run.
+    opponents: list[str] = field(default_factory=lambda: list(DEFAULT_OPPONENTS))
+    #: Add a frozen snapshot of the learner to the pool every this many steps (0: never).
+    snapshot_every: int = 20_000
+    max_snapshots: int = 5
+    #: Pool weight of each snapshot (each baseline weighs 1).
+    snapshot_weight: float = 1.0
+    n_envs: int = 2
+    #: "dummy" (one process) or "subproc" (one process per env).
+    vec_env: str = "dummy"
+    learning_rate: float = 3e-4
+    n_steps: int = 1024
+    batch_size: int = 256
+    n_epochs: int = 5
+    gamma: float = 0.995
+    gae_lambda: float = 0.95
+    clip_range: float = 0.2
+    ent_coef: float = 0.01
+    net_arch: list[int] = field(default_factory=lambda: [256, 256])
+    #: Evaluate every this many steps (0: only at the end).
+    eval_every: int = 20_000
+    #: Matches per evaluation (rounded up to whole rotations of the table).
+    eval_matches: int = 40
+    eval_opponents: list[str] = field(default_factory=lambda: ["heuristic"])
+    checkpoint_every: int = 20_000
+    torch_threads: int = 1
+    out_dir: str = "runs"
+    #: Run folder name (default ``ppo-seed<seed>``).
+    run_name: str = ""
+    progress: bool = True
+
+    def validate(self) -> None:
+        from agents import parse_spec
+        from dragons_egg_env.config import RulesConfig
+
+        def need(cond: bool, msg: str) -> None:
+            if not cond:
+                raise ValueError(msg)
+
+        need(self.total_timesteps >= 1, f"total_timesteps must be >= 1, got {self.total_timesteps}")
+        need(bool(self.table_sizes), "table_sizes must not be empty")
+        for n in self.table_sizes:
+            RulesConfig.from_kwargs({**self.rules, "num_players": n,
+                                     "num_rounds": self.num_rounds})
+        need(bool(self.opponents), "opponents must name at least one agent")
+        for spec in list(self.opponents) + list(self.eval_opponents):
+            parse_spec(spec)
+        need(self.n_envs >= 1, f"n_envs must be >= 1, got {self.n_envs}")
+        need(self.vec_env in ("dummy", "subproc"), f"vec_env must be dummy or subproc, got "
+                                                   f"{self.vec_env!r}")
+        need(self.n_steps >= 2 and self.batch_size >= 2, "n_steps and batch_size must be >= 2")
+        need(self.n_epochs >= 1, "n_epochs must be >= 1")
+        need(0 < self.gamma <= 1 and 0 <= self.gae_lambda <= 1, "gamma in (0, 1], gae_lambda "
+                                                                "in [0, 1]")
+        need(self.learning_rate > 0, "learning_rate must be > 0")
+        need(all(isinstance(w, int) and w > 0 for w in self.net_arch), "net_arch: positive ints")
+        for name in ("snapshot_every", "eval_every", "checkpoint_every", "max_snapshots"):
+            need(getattr(self, name) >= 0, f"{name} must be >= 0")
+        need(self.eval_matches >= 1, "eval_matches must be >= 1")
+        need(self.torch_threads >= 1, "torch_threads must be >= 1")
+
+    @property
+    def name(self) -> str:
+        return self.run_name or f"ppo-seed{self.seed}"
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.out_dir) / self.name
+
+    @property
+    def max_players(self) -> int:
+        return max(self.table_sizes)
+
+
+# ---------------------------------------------------------------------------------------
+# Configuration from files and the command line.
+
+def _field_type(f: dataclasses.Field) -> str:
+    return str(f.type)
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """Settings from a JSON or TOML file; unknown keys are an error naming them."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read config file {p}: {exc}") from None
+    try:
+        if p.suffix == ".toml":
+            import tomllib
+
+            data = tomllib.loads(text)
+        else:
+            data = json.loads(text)
+    except Exception as exc:  # noqa: BLE001 - json and toml raise different errors
+        raise ValueError(f"config file {p} is not valid {p.suffix.lstrip('.') or 'JSON'}: "
+                         f"{exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"config file {p} must hold an object of settings")
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"config file {p}: unknown setting(s) {', '.join(unknown)}")
+    return data
+
+
+def _parse_value(f: dataclasses.Field, text: str) -> Any:
+    t = _field_type(f)
+    if t.startswith("list"):
+        inner = int if "int" in t else str
+        items = [x for x in text.replace(",", " ").split() if x]
+        try:
+            return [inner(x) for x in items]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--{f.name} expects {inner.__name__}s, "
+                                             f"got {text!r}") from None
+    if t.startswith("dict"):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            raise argparse.ArgumentTypeError(f"--{f.name} expects a JSON object, "
+                                             f"got {text!r}") from None
+        if not isinstance(value, dict):
+            raise argparse.ArgumentTypeError(f"--{f.name} expects a JSON object")
+        return value
+    if t == "bool":
+        if text.lower() in ("1", "true", "yes"):
+            return True
+        if text.lower() in ("0", "false", "no"):
+            return False
+        raise argparse.ArgumentTypeError(f"--{f.name} expects true or false, got {text!r}")
+    for typ in (int, float):
+        if t == typ.__name__:
+            try:
+                return typ(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"--{f.name} expects {typ.__name__}, "
+                                                 f"got {text!r}") from None
+    return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m experiments.train_ppo",
+        description="Train a Dragon's Egg agent with MaskablePPO and self-play. Every "
+                    "setting below may also come from --config FILE (JSON or TOML).")
+    p.add_argument("--config", help="JSON or TOML file of settings (flags override it)")
+    p.add_argument("--resume", help="continue from a checkpoint .zip of an earlier run")
+    defaults = TrainConfig()
+    for f in dataclasses.fields(TrainConfig):
+        p.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, default=None,
+                       type=lambda text, f=f: _parse_value(f, text),
+                       help=f"(default {getattr(defaults, f.name)!r})")
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    values: dict[str, Any] = {}
+    if args.config:
+        values.update(load_config_file(args.config))
+    for f in dataclasses.fields(TrainConfig):
+        v = getattr(args, f.name)
+        if v is not None:
+            values[f.name] = v
+    cfg = TrainConfig(**values)
+    cfg.validate()
+    return cfg
+
+
+# ---------------------------------------------------------------------------------------
+# Training.
+
+def make_env_fn(cfg: TrainConfig, rank: int):
+    def make():
+        from stable_baselines3.common.monitor import Monitor
+
+        from dragons_egg_env.wrappers import SingleAgentEnv
+
+        env = SingleAgentEnv(opponents=cfg.opponents, table_sizes=cfg.table_sizes,
+                             num_rounds=cfg.num_rounds, max_players=cfg.max_players,
+                             **cfg.rules)
+        return Monitor(env)
+    return make
+
+
+def _pool(cfg: TrainConfig, snapshots: Sequence[str]) -> tuple[list[str], list[float]]:
+    specs = list(cfg.opponents) + [f"ppo:path={p}" for p in snapshots]
+    weights = [1.0] * len(cfg.opponents) + [cfg.snapshot_weight] * len(snapshots)
+    return specs, weights
+
+
+def evaluate(model_path: Path, cfg: TrainConfig, seed: int) -> dict[str, Any]:
+    """Duplicate-deal tournament of the policy against ``eval_opponents`` at the largest
+    table size; returns the learner's figures."""
+    from experiments.tournament import TournamentConfig, run_matches, summarize
+
+    n = cfg.max_players
+    me = f"ppo:path={model_path}"
+    lineup = [me] + [cfg.eval_opponents[i % len(cfg.eval_opponents)] for i in range(n - 1)]
+    tc = TournamentConfig(agents=lineup, num_players=n, matches=cfg.eval_matches, seed=seed,
+                          num_rounds=cfg.num_rounds, rules=dict(cfg.rules), workers=1,
+                          bootstrap=1000)
+    summary = summarize(tc, run_matches(tc, progress=False))
+    mine = summary["agents"][me]
+    out = {"mean_score": mine["mean_score"].mean, "score_low": mine["mean_score"].low,
+           "score_high": mine["mean_score"].high, "dragon_rate": mine["dragon_rate"].mean,
+           "egg_rate": mine["egg_rate"].mean, "mean_place": mine["mean_place"].mean}
+    for opp in dict.fromkeys(cfg.eval_opponents):
+        d = summary["differences"][f"{me} - {opp}"]
+        out[f"diff_{opp}"] = d.mean
+        out[f"diff_{opp}_low"] = d.low
+        out[f"diff_{opp}_high"] = d.high
+    return out
+
+
+def _checkpoint_meta(path: Path) -> dict[str, Any]:
+    meta = path.with_suffix(".json")
+    if not meta.is_file():
+        raise ValueError(f"checkpoint {path} has no {meta.name} beside it (pool and history)")
+    try:
+        return json.loads(meta.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"checkpoint metadata {meta} is corrupt: {exc}") from None
+
+
+def train(cfg: TrainConfig, resume: str | None = None) -> Path:
+    """Run (or resume) training; returns the path of the final checkpoint."""
+    import torch
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.logger import configure
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    from agents.ppo import CheckpointError, load_policy
+
+    cfg.validate()
+    torch.set_num_threads(cfg.torch_threads)
+    run = cfg.run_dir
+    (run / "checkpoints").mkdir(parents=True, exist_ok=True)
+    (run / "snapshots").mkdir(exist_ok=True)
+    (run / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
+
+    snapshots: list[str] = []
+    history: list[dict[str, Any]] = []
+    if resume:
+        rp = Path(resume)
+        try:
+            load_policy(rp)  # clear errors for a missing or corrupt file
+        except CheckpointError as exc:
+            raise ValueError(str(exc)) from None
+        meta = _checkpoint_meta(rp)
+        snapshots = [s for s in meta.get("snapshots", []) if Path(s).is_file()]
+        history = meta.get("history", [])
+
+    vec_cls = SubprocVecEnv if cfg.vec_env == "subproc" else DummyVecEnv
+    venv = vec_cls([make_env_fn(cfg, i) for i in range(cfg.n_envs)])
+    specs, weights = _pool(cfg, snapshots)
+    venv.env_method("set_pool", specs, weights)
+    if resume:
+        model = MaskablePPO.load(resume, env=venv, device="cpu")
+        model.set_random_seed(cfg.seed + model.num_timesteps)
+    else:
+        model = MaskablePPO(
+            "MlpPolicy", venv, learning_rate=cfg.learning_rate, n_steps=cfg.n_steps,
+            batch_size=cfg.batch_size, n_epochs=cfg.n_epochs, gamma=cfg.gamma,
+            gae_lambda=cfg.gae_lambda, clip_range=cfg.clip_range, ent_coef=cfg.ent_coef,
+            policy_kwargs={"net_arch": list(cfg.net_arch)}, seed=cfg.seed, device="cpu",
+            verbose=0)
+    model.set_logger(configure(str(run), ["csv", "tensorboard"]))
+    eval_csv = run / "eval.csv"
+
+    def save_checkpoint(name: str) -> Path:
+        path = run / "checkpoints" / f"{name}.zip"
+        model.save(str(path))
+        path.with_suffix(".json").write_text(json.dumps(
+            {"num_timesteps": model.num_timesteps, "snapshots": snapshots, "history": history,
+             "config": dataclasses.asdict(cfg)}, indent=1))
+        return path
+
+    def run_eval() -> None:
+        path = run / "snapshots" / "eval_current.zip"
+        model.save(str(path))
+        res = evaluate(path, cfg, seed=cfg.seed + 7919)
+        res["timesteps"] = model.num_timesteps
+        res["seconds"] = round(time.time() - start, 1)
+        history.append(res)
+        for k, v in res.items():
+            if k not in ("timesteps",):
+                model.logger.record(f"eval/{k}", v)
+        model.logger.dump(model.num_timesteps)
+        new = not eval_csv.exists() or eval_csv.stat().st_size == 0
+        with open(eval_csv, "a", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(res))
+            if new:
+                w.writeheader()
+            w.writerow(res)
+        print(f"[eval @ {model.num_timesteps} steps] mean match score {res['mean_score']:+.3f} "
+              f"[{res['score_low']:+.3f}, {res['score_high']:+.3f}]  Dragon "
+              f"{res['dragon_rate']:.2f}  Egg {res['egg_rate']:.2f}", file=sys.stderr,
+              flush=True)
+
+    class Periodic(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.marks = {"snap": _next(model.num_timesteps, cfg.snapshot_every),
+                          "eval": _next(model.num_timesteps, cfg.eval_every),
+                          "ckpt": _next(model.num_timesteps, cfg.checkpoint_every)}
+
+        def _on_step(self) -> bool:
+            t = self.num_timesteps
+            if self.marks["snap"] and t >= self.marks["snap"]:
+                self.marks["snap"] += cfg.snapshot_every
+                path = run / "snapshots" / f"snap_{t}.zip"
+                model.save(str(path))
+                snapshots.append(str(path))
+                del snapshots[:-cfg.max_snapshots or len(snapshots)]
+                if cfg.max_snapshots == 0:
+                    snapshots.clear()
+                self.training_env.env_method("set_pool", *_pool(cfg, snapshots))
+            if self.marks["eval"] and t >= self.marks["eval"]:
+                self.marks["eval"] += cfg.eval_every
+                run_eval()
+            if self.marks["ckpt"] and t >= self.marks["ckpt"]:
+                self.marks["ckpt"] += cfg.checkpoint_every
+                save_checkpoint(f"step_{t}")
+            return True
+
+    start = time.time()
+    remaining = cfg.total_timesteps - model.num_timesteps
+    if remaining > 0:
+        model.learn(remaining, callback=Periodic(), reset_num_timesteps=not resume,
+                    progress_bar=cfg.progress)
+    if not history or history[-1]["timesteps"] != model.num_timesteps:
+        run_eval()
+    final = save_checkpoint("final")
+    plot_learning_curve(history, run / "learning_curve.png", cfg)
+    venv.close()
+    print(f"final checkpoint: {final}", file=sys.stderr)
+    return final
+
+
+def _next(now: int, every: int) -> int:
+    return 0 if not every else (now // every + 1) * every
+
+
+def plot_learning_curve(history: list[dict[str, Any]], path: Path, cfg: TrainConfig) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    if history:
+        t = [h["timesteps"] for h in history]
+        ax.plot(t, [h["mean_score"] for h in history], "o-", label="mean match score")
+        ax.fill_between(t, [h["score_low"] for h in history], [h["score_high"] for h in history],
+                        alpha=0.25, label="95% interval")
+    ax.axhline(0.0, color="grey", lw=0.8)
+    ax.set_xlabel("training steps")
+    ax.set_ylabel(f"match score ({cfg.num_rounds} rounds)")
+    ax.set_title("Learner vs " + ", ".join(cfg.eval_opponents) + " (duplicate deals)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        cfg = config_from_args(args)
+    except (ValueError, TypeError) as exc:
+        parser.error(str(exc))
+    if args.resume and not Path(args.resume).is_file():
+        parser.error(f"--resume: checkpoint {args.resume} does not exist")
+    try:
+        train(cfg, resume=args.resume)
+    except ValueError as exc:
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
