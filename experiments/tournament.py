@@ -3,7 +3,9 @@
 Duplicate format: a *deal sequence* fixes the cards of every round of a match (one hand per
 seat and round). Each sequence is played once per rotation of the line-up through the seats,
 so every agent plays every hand and the luck of the deal cancels out. With ``k`` agents at a
-table of ``n`` seats (``k <= n``) the line-up repeats the agents in order to fill the seats.
+table of ``n`` seats and ``k <= n`` the line-up repeats the agents in order to fill the seats;
+with ``k > n`` each sequence seats a window of ``n`` consecutive agents (the window moves one
+agent per sequence), and pairwise differences use the sequences where both agents played.
 Because the deals of later rounds are fixed in advance they follow a fixed dealer schedule
 (the dealer moves one seat left each round) instead of R4's "the last Egg holder deals".
 
@@ -70,18 +72,19 @@ class TournamentConfig:
             raise ValueError("a tournament needs at least one agent")
         for spec in self.agents:
             parse_spec(spec)
-        if len(self.agents) > self.num_players:
-            raise ValueError(f"{len(self.agents)} agents do not fit a table of "
-                             f"{self.num_players}; use a bigger table or fewer agents")
         self.rules_config()
         if self.matches < 1:
             raise ValueError(f"matches must be >= 1, got {self.matches}")
         if self.workers < 1:
             raise ValueError(f"workers must be >= 1, got {self.workers}")
 
-    @property
-    def lineup(self) -> list[str]:
-        return [self.agents[i % len(self.agents)] for i in range(self.num_players)]
+    def lineup(self, sequence: int = 0) -> list[str]:
+        """The agents at the table for a deal sequence (before rotation): with ``k <= n``
+        agents they repeat in order to fill the seats; with more agents than seats a window of
+        ``n`` of them, moving one agent along per sequence, so each sits out in turn."""
+        k, n = len(self.agents), self.num_players
+        start = sequence % k if k > n else 0
+        return [self.agents[(start + i) % k] for i in range(n)]
 
     @property
     def num_sequences(self) -> int:
@@ -113,7 +116,7 @@ def _play_task(args: tuple[TournamentConfig, int, int]) -> dict[str, Any]:
     config = tc.rules_config()
     n = tc.num_players
     deals = deal_sequence(config, _derive(tc.seed, seq))
-    lineup = tc.lineup
+    lineup = tc.lineup(seq)
     seats = [lineup[(j - rot) % n] for j in range(n)]  # rotation: agent j moves rot seats left
     agents = [make_agent(spec, seed=_derive(tc.seed, seq, rot, j)) for j, spec in enumerate(seats)]
     start = time.perf_counter()

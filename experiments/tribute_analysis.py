@@ -1,0 +1,235 @@
+"""What are tribute choices worth? The same play policy with different tribute policies.
+
+Every seat plays with one play policy (default: the shipped learned agent, ``ppo``). What the
+Dragon does in the tribute (R30..R34) comes from a *tribute policy*:
+
+- ``none``: ask for nothing (pass at once);
+- ``random``: uniform asks, uniform gives;
+- ``heuristic``: the rules H8/H9 of ``agents/heuristic.py`` (dragon cards and low numbers;
+  give back the weakest single card);
+- ``learned``: the play policy's own choices in the ask and give phases.
+
+Each deal sequence (two rounds) is played once per tribute policy. Round 1 does not involve
+the tribute, and every agent is deterministic given its seed, so round 1 and the Dragon are the
+same in every variant; only the tribute, and what follows from it, differs. The measure is the
+Dragon's reward in round 2 (R27), with 95% bootstrap intervals over deal sequences, and each
+policy's paired difference to ``heuristic``. Heatmaps show which cards the learned policy asks
+for and gives back.
+
+``python -m experiments.tribute_analysis [--play ppo] [--deals 300] [--out runs/tribute]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents import AgentSpecError, make_agent, parse_spec
+from agents.base import Agent
+from agents.heuristic import HeuristicAgent
+from agents.runner import play_match
+from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, PASS
+from dragons_egg_env.cards import CARD_CODES, codes
+from dragons_egg_env.config import RulesConfig
+from dragons_egg_env.observation import layout
+
+from .tournament import Estimate, _bootstrap, _derive, _int_at_least, deal_sequence
+
+TRIBUTE_POLICIES = ("none", "random", "heuristic", "learned")
+
+
+class TributeMix(Agent):
+    """Plays with ``play``; in the ask and give phases uses the tribute policy ``tribute``
+    and records what it asks for and gives."""
+
+    name = "tribute-mix"
+
+    def __init__(self, play: Agent, tribute: str, seed: int | None = None) -> None:
+        super().__init__(seed)
+        self.play = play
+        self.tribute = tribute
+        self.heuristic = HeuristicAgent(seed=seed)
+        self.asked: list[int] = []
+        self.given: list[int] = []
+
+    def start_match(self, seat, config, max_players=None) -> None:
+        super().start_match(seat, config, max_players)
+        self.play.start_match(seat, config, max_players)
+        self.heuristic.start_match(seat, config, max_players)
+        self._phase = layout(self.max_players)["phase"]
+
+    def end_round(self, result) -> None:
+        self.play.end_round(result)
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        phase = int(np.flatnonzero(observation[self._phase])[0])
+        if phase not in (2, 3):  # play / complete
+            return self.play.act(observation, action_mask)
+        legal = [int(a) for a in np.flatnonzero(action_mask)]
+        if self.tribute == "none":
+            a = PASS if PASS in legal else legal[0]
+        elif self.tribute == "random":
+            a = legal[self.rng.randrange(len(legal))]
+        elif self.tribute == "heuristic":
+            a = self.heuristic.act(observation, action_mask)
+        else:
+            a = self.play.act(observation, action_mask)
+        if ASK_BASE <= a < GIVE_BASE:
+            self.asked.append(a - ASK_BASE)
+        elif a >= GIVE_BASE:
+            self.given.append(a - GIVE_BASE)
+        return a
+
+
+def run(play_spec: str, deals: int, num_players: int, seed: int, tribute_asks: int = 2
+        ) -> dict[str, Any]:
+    """Play every deal sequence under every tribute policy; per-deal Dragon round-2 rewards."""
+    config = RulesConfig(num_players=num_players, num_rounds=2, tribute_asks=tribute_asks)
+    rewards = {t: np.zeros(deals) for t in TRIBUTE_POLICIES}
+    asked = np.zeros(45, dtype=int)
+    given = np.zeros(45, dtype=int)
+    dragons = []
+    try:
+        from tqdm import tqdm
+        bar = tqdm(total=deals * len(TRIBUTE_POLICIES), desc="tribute", unit="match",
+                   file=sys.stderr)
+    except ImportError:  # pragma: no cover
+        bar = None
+    for d in range(deals):
+        hands = deal_sequence(config, _derive(seed, d))
+        deal_codes = [[codes(h) for h in r] for r in hands]
+        seen = set()
+        for t in TRIBUTE_POLICIES:
+            agents = [TributeMix(make_agent(play_spec, seed=_derive(seed, d, q)), t,
+                                 seed=_derive(seed, d, q, 1)) for q in range(num_players)]
+            rec = play_match(agents, config, seed=_derive(seed, d), deals=deal_codes)
+            dragon = rec.rounds[0]["order"][0]
+            seen.add(dragon)
+            order2 = rec.rounds[1]["order"]
+            place = order2.index(dragon)
+            rewards[t][d] = 1.0 - 2.0 * place / (num_players - 1)
+            if t == "learned":
+                for c in agents[dragon].asked:
+                    asked[c] += 1
+                for c in agents[dragon].given:
+                    given[c] += 1
+            if bar:
+                bar.update()
+        if len(seen) != 1:
+            raise RuntimeError(f"deal {d}: round 1 differed between tribute policies "
+                               f"(Dragons {sorted(seen)}); the play policy must be "
+                               "deterministic")
+        dragons.append(seen.pop())
+    if bar:
+        bar.close()
+    return {"rewards": rewards, "asked": asked, "given": given, "dragons": dragons,
+            "config": config, "play": play_spec, "seed": seed}
+
+
+def summarize(res: dict[str, Any], reps: int = 2000) -> dict[str, Any]:
+    rng = np.random.default_rng(res["seed"])
+    w = np.ones(len(res["dragons"]))
+    out: dict[str, Any] = {"policies": {}, "vs_heuristic": {}}
+    for t, r in res["rewards"].items():
+        out["policies"][t] = _bootstrap(r, w, reps, rng)
+    for t, r in res["rewards"].items():
+        if t != "heuristic":
+            out["vs_heuristic"][t] = _bootstrap(r - res["rewards"]["heuristic"], w, reps, rng)
+    return out
+
+
+def heatmaps(res: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4.2))
+    for ax, key, title in ((axes[0], "asked", "asked for"), (axes[1], "given", "given back")):
+        counts = res[key]
+        grid = np.zeros((5, 10))
+        grid[:4] = counts[:40].reshape(10, 4).T  # rows: suits, columns: numbers
+        grid[4, :4] = counts[40:44]
+        grid[4, 4] = counts[44]
+        im = ax.imshow(grid, cmap="magma_r")
+        ax.set_xticks(range(10), [str(n) for n in range(1, 11)])
+        ax.set_yticks(range(5), ["Earth", "Water", "Fire", "Lightning", "dragons/Egg"])
+        ax.set_xlabel("number (dragon row: Beast, Darklord, Horseman, Executioner, Egg)")
+        ax.set_title(f"learned tribute: cards {title}")
+        fig.colorbar(im, ax=ax, shrink=0.7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def report(res: dict[str, Any], summ: dict[str, Any], out: Path) -> str:
+    n = res["config"].num_players
+    lines = [
+        "# Tribute analysis", "",
+        f"- play policy at every seat: `{res['play']}`; {n} players; "
+        f"{len(res['dragons'])} duplicate deal sequences of 2 rounds; seed {res['seed']}",
+        "- measure: the Dragon's reward in round 2 (after its tribute), 1 = first, -1 = last;"
+        " 95% bootstrap intervals over deal sequences", "",
+        "| tribute policy | Dragon's round-2 reward | difference to heuristic |",
+        "|---|---|---|",
+    ]
+    for t in TRIBUTE_POLICIES:
+        est = summ["policies"][t]
+        diff = summ["vs_heuristic"].get(t)
+        lines.append(f"| `{t}` | {est.fmt()} | {diff.fmt() if diff else '-'} |")
+    d = summ["vs_heuristic"]["learned"]
+    verdict = ("beats" if d.low > 0 else "loses to" if d.high < 0 else
+               "is not distinguishable from")
+    lines += ["", f"The learned tribute **{verdict}** the heuristic one "
+              f"(difference {d.fmt()}).", "",
+              "Most asked for by the learned policy: " + ", ".join(
+                  f"{CARD_CODES[c]} ({res['asked'][c]})" for c in np.argsort(-res['asked'])[:8]
+                  if res['asked'][c]),
+              "",
+              "Most given back: " + ", ".join(
+                  f"{CARD_CODES[c]} ({res['given'][c]})" for c in np.argsort(-res['given'])[:8]
+                  if res['given'][c]),
+              "", "![heatmaps](tribute_heatmaps.png)"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m experiments.tribute_analysis",
+                                description="Compare tribute policies under one play policy.")
+    p.add_argument("--play", default="ppo", help="play policy spec (deterministic), default ppo")
+    p.add_argument("--deals", type=_int_at_least(1), default=300)
+    p.add_argument("--players", type=_int_at_least(2), default=4)
+    p.add_argument("--seed", type=_int_at_least(0), default=0)
+    p.add_argument("--out", default="runs/tribute")
+    args = p.parse_args(argv)
+    if args.players > 8:
+        p.error("--players must be 2..8")
+    try:
+        parse_spec(args.play)
+        make_agent(args.play, seed=0)
+    except (AgentSpecError, ValueError) as exc:
+        p.error(str(exc))
+    res = run(args.play, args.deals, args.players, args.seed)
+    summ = summarize(res)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    heatmaps(res, out / "tribute_heatmaps.png")
+    text = report(res, summ, out)
+    (out / "report.md").write_text(text)
+    (out / "summary.json").write_text(json.dumps({
+        "policies": {k: vars(v) for k, v in summ["policies"].items()},
+        "vs_heuristic": {k: vars(v) for k, v in summ["vs_heuristic"].items()},
+        "asked": res["asked"].tolist(), "given": res["given"].tolist()}, indent=1))
+    print(text)
+    return 0
+
+
+__all__ = ["TributeMix", "run", "summarize", "main", "Estimate"]
+
+if __name__ == "__main__":
+    raise SystemExit(main())
