@@ -1,4 +1,5 @@
-# Entry points (see README): `make demo` runs the main job, `make test` the whole test suite.
+# Entry points (see README): `make demo` runs the main job (train, tournament, report),
+# `make test` the whole test suite.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -15,7 +16,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m dragons_egg_env
+	$(PY) -m experiments.main_job
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 -q
