@@ -78,15 +78,6 @@ class _Node:
         self.player = player
 
 
-def _bits(m: int) -> list[int]:
-    out = []
-    while m:
-        low = m & -m
-        out.append(low.bit_length() - 1)
-        m ^= low
-    return out
-
-
 class ISMCTSAgent(Agent):
     """Information-set MCTS (see the module docstring)."""
 
@@ -138,7 +129,7 @@ class ISMCTSAgent(Agent):
         c = self.c
         eps = self.epsilon
         while s.phase <= E.GIVE:
-            acts = _bits(E.legal_mask(s))
+            acts = E.bits_of(E.legal_mask(s))
             children = node.children
             untried = [a for a in acts if a not in children]
             for a in acts:

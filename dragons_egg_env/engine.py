@@ -374,15 +374,19 @@ def legal_mask(s: State) -> int:
     return m
 
 
-def legal_actions(s: State) -> list[int]:
-    """The legal actions of the seat to act, ascending."""
-    m = legal_mask(s)
+def bits_of(m: int) -> list[int]:
+    """The set bits of a mask, ascending (the actions of an action mask)."""
     out = []
     while m:
         low = m & -m
         out.append(low.bit_length() - 1)
         m ^= low
     return out
+
+
+def legal_actions(s: State) -> list[int]:
+    """The legal actions of the seat to act, ascending."""
+    return bits_of(legal_mask(s))
 
 
 # ---------------------------------------------------------------------------------------
@@ -632,6 +636,6 @@ def random_playout(s: State, rng: random.Random) -> State:
 __all__ = [
     "PLAY", "COMPLETE", "ASK", "GIVE", "DEAL", "DONE", "PHASE_NAMES", "State", "RoundResult",
     "IllegalActionError", "DealError", "new_match", "random_deal", "deal_from_deck", "deal", "check_deal",
-    "legal_mask", "legal_actions", "step", "random_playout", "thermometer", "place_rewards",
+    "legal_mask", "legal_actions", "bits_of", "step", "random_playout", "thermometer", "place_rewards",
     "CARD_CODES",
 ]

@@ -10,29 +10,43 @@ def cards_text(mask: int, deck_style: str = "dragon") -> str:
     return " ".join(card_name(c, deck_style) for c in iter_cards(mask)) or "-"
 
 
+def visible_turn(s: E.State, viewer: int | None) -> tuple[str, int]:
+    """``(phase, seat to act)`` as ``viewer`` may see them (``None``: a spectator sees all).
+    R12: an out-of-turn offer shows only to the offered player; the others see the turn."""
+    if s.phase == E.COMPLETE and viewer is not None and viewer != s.current:
+        return "play", s.turn
+    return s.phase_name, s.current
+
+
+def seat_tags(s: E.State, q: int, egg_known: bool) -> list[str]:
+    """Public tags of seat ``q`` (the Egg only where the viewer knows where it is, R19)."""
+    tags = []
+    if q == s.dragon:
+        tags.append("Dragon")
+    if q == s.victim:
+        tags.append("pays tribute")
+    if egg_known and q == s.egg_holder and s.phase != E.DONE:
+        tags.append("holds the Egg")
+    if q in s.finish and s.phase != E.DONE:
+        tags.append(f"out #{s.finish.index(q) + 1}")
+    if s.passed >> q & 1:
+        tags.append("passed")
+    if s.locked >> q & 1 and s.phase != E.DONE:
+        tags.append("locked out")
+    return tags
+
+
 def render_text(s: E.State, names: list[str], viewer: int | None = None,
                 deck_style: str = "dragon") -> str:
     """A readable table. ``viewer`` is a seat whose own hand is shown (others: sizes only);
     ``None`` is a spectator view with every hand."""
-    phase, acting = s.phase_name, s.current
-    if s.phase == E.COMPLETE and viewer is not None and viewer != s.current:
-        phase, acting = "play", s.turn  # R12: the offer shows only to the offered player
+    phase, acting = visible_turn(s, viewer)
     lines = [f"Dragon's Egg: round {min(s.round_idx + 1, s.config.num_rounds)}/"
              f"{s.config.num_rounds}, phase {phase}"
              + (f", to act: {names[acting]}" if acting >= 0 else "")]
     egg_known = viewer is None or s.egg_known >> viewer & 1
     for q in range(s.n):
-        tags = []
-        if q == s.dragon:
-            tags.append("Dragon")
-        if q == s.victim:
-            tags.append("pays tribute")
-        if egg_known and q == s.egg_holder and s.phase != E.DONE:
-            tags.append("holds the Egg")
-        if q in s.finish and s.phase != E.DONE:
-            tags.append(f"out #{s.finish.index(q) + 1}")
-        if s.passed >> q & 1:
-            tags.append("passed")
+        tags = seat_tags(s, q, egg_known)
         marker = ">" if q == acting else " "
         size = s.hands[q].bit_count()
         shown = cards_text(s.hands[q], deck_style) if viewer is None or viewer == q else "(hidden)"

@@ -31,6 +31,7 @@ from .cards import (
     card_number,
     iter_cards,
 )
+from .render import seat_tags, visible_turn
 
 # -- colours ---------------------------------------------------------------------------------
 BG = (236, 232, 222)
@@ -190,25 +191,6 @@ class _Painter:
             self.text((x + w / 2, cy), line, size, fill=ink, anchor="mb")
 
 
-def _seat_tags(s: E.State, q: int, egg_known: bool, acting: int) -> list[str]:
-    tags = []
-    if q == s.dragon:
-        tags.append("Dragon")
-    if q == s.victim:
-        tags.append("pays tribute")
-    if egg_known and q == s.egg_holder and s.phase != E.DONE:
-        tags.append("holds the Egg")
-    if q in s.finish and s.phase != E.DONE:
-        tags.append(f"out #{s.finish.index(q) + 1}")
-    if s.passed >> q & 1:
-        tags.append("passed")
-    if s.locked >> q & 1 and s.phase != E.DONE:
-        tags.append("locked out")
-    if q == acting:
-        tags.append("to act")
-    return tags
-
-
 def _resolve_viewer(viewer: int | str | None, names: Sequence[str], n: int) -> int | None:
     if viewer is None:
         return None
@@ -273,9 +255,7 @@ def render_rgb(state: E.State, names: Sequence[str], viewer: int | str | None = 
     d = p.d
 
     # -- what this viewer may know (as render.render_text) ---------------------------------
-    phase, acting = s.phase_name, s.current
-    if s.phase == E.COMPLETE and seat is not None and seat != s.current:
-        phase, acting = "play", s.turn  # R12: the offer shows only to the offered player
+    phase, acting = visible_turn(s, seat)
     egg_known = seat is None or bool(s.egg_known >> seat & 1)
     party = seat is None or seat in (s.dragon, s.victim)
 
@@ -343,7 +323,7 @@ def render_rgb(state: E.State, names: Sequence[str], viewer: int | str | None = 
         p.text((x0 + SEAT_W - 10, y0b + 28), f"score {s.scores[q]:+.2f}", 12, fill=MUTED,
                anchor="ra")
         tx, ty = x0 + 8, y0b + 48
-        for tag in _seat_tags(s, q, egg_known, acting):
+        for tag in seat_tags(s, q, egg_known) + (["to act"] if q == acting else []):
             colour = TAG_COLOURS["out" if tag.startswith("out #") else tag]
             w = p.width(tag, 11) + 12
             if tx + w > x0 + SEAT_W - 6:

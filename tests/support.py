@@ -22,3 +22,16 @@ def random_match(env, rng: random.Random, max_steps: int = 100_000, on_step=None
         steps += 1
         assert steps < max_steps, "match did not end"
     return steps
+
+
+def random_states(env, rng: random.Random):
+    """Walk a reset env through a match of random legal moves, yielding ``(agent, obs)``
+    before each live step (the caller may inspect the env there)."""
+    for agent in env.agent_iter():
+        obs, _, term, trunc, _ = env.last()
+        if term or trunc:
+            env.step(None)
+            continue
+        yield agent, obs
+        legal = np.flatnonzero(obs["action_mask"])
+        env.step(int(legal[rng.randrange(len(legal))]))

@@ -16,6 +16,7 @@ from dragons_egg_env.cards import ALL_CARDS, EGG_BIT, iter_cards, mask_of
 from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.observation import Encoder, decode
 
+from support import random_states
 from test_no_leak import shuffled_hidden
 
 
@@ -27,7 +28,7 @@ def test_registry_names_and_specs():
 
 
 @pytest.mark.parametrize("spec,needle", [
-    ("alphazero", "unknown agent 'alphazero'; available: greedy, heuristic, ismcts, random"),
+    ("alphazero", "unknown agent 'alphazero'; available: greedy, heuristic, ismcts, ppo, random"),
     ("ismcts:iters=3", "unknown option 'iters'; options: iterations, time, c, rollout"),
     ("ismcts:iterations=many", "option iterations expects int"),
     ("ismcts:iterations", "must be key=value"),
@@ -116,14 +117,8 @@ def _random_states(n, rounds, seeds, flags=None):
     for seed in seeds:
         env = dragons_egg_v0.raw_env(num_players=n, num_rounds=rounds, **(flags or {}))
         env.reset(seed=seed)
-        for agent in env.agent_iter():
-            obs, _, term, _, _ = env.last()
-            if term:
-                env.step(None)
-                continue
+        for agent, obs in random_states(env, rng):
             yield env, agent, obs
-            legal = np.flatnonzero(obs["action_mask"])
-            env.step(int(legal[rng.randrange(len(legal))]))
 
 
 @pytest.mark.parametrize("n,flags,seeds", [

@@ -9,6 +9,8 @@ from dragons_egg_env import engine as E
 from dragons_egg_env import dragons_egg_v0
 from dragons_egg_env.cards import EGG_BIT, iter_cards
 
+from support import random_states
+
 
 def shuffled_hidden(s: E.State, observer: int, rng: random.Random) -> E.State:
     """A copy of ``s`` in which the cards the observer cannot see are reshuffled among the
@@ -47,11 +49,7 @@ def test_observation_unchanged_when_hidden_cards_shuffled(n, flags):
     checked = 0
     for seed in range(4):
         env.reset(seed=seed)
-        for agent in env.agent_iter():
-            obs, _, term, trunc, _ = env.last()
-            if term:
-                env.step(None)
-                continue
+        for agent, obs in random_states(env, rng):
             s = env.engine_state
             if rng.random() < 0.3:
                 for observer in range(n):
@@ -64,8 +62,6 @@ def test_observation_unchanged_when_hidden_cards_shuffled(n, flags):
                         f"{name}'s observation depends on hidden cards (phase {s.phase_name})"
                     assert np.array_equal(before["action_mask"], after["action_mask"])
                     checked += 1
-            legal = np.flatnonzero(obs["action_mask"])
-            env.step(int(legal[rng.randrange(len(legal))]))
     assert checked > 50
 
 
@@ -77,11 +73,7 @@ def test_completion_offer_is_only_in_the_offered_players_observation():
     found = 0
     for seed in range(200):
         env.reset(seed=seed)
-        for agent in env.agent_iter():
-            obs, _, term, _, _ = env.last()
-            if term:
-                env.step(None)
-                continue
+        for agent, obs in random_states(env, rng):
             s = env.engine_state
             if s.phase == E.COMPLETE:
                 found += 1
@@ -95,8 +87,6 @@ def test_completion_offer_is_only_in_the_offered_players_observation():
                         assert phase[0] == 1.0 and phase[1] == 0.0
                         to_act = o[lay["to_act"]]
                         assert to_act[(s.turn - q) % 4] == 1.0  # the turn holder, not the offer
-            legal = np.flatnonzero(obs["action_mask"])
-            env.step(int(legal[rng.randrange(len(legal))]))
         if found >= 5:
             break
     assert found >= 5
