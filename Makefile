@@ -12,14 +12,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch's CPU build first: an unpinned torch would pull a CUDA build of several GB
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test,experiments,render,train]'
+	$(PY) -m pip install --quiet -e '.[test,experiments,render,train,rllib]'
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(PY) -m experiments.main_job
 
 test: $(STAMP)
-	$(PY) -m pytest -n 2 -q
+	$(PY) -m pytest -n 2 --dist loadfile -q
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test,bench]'

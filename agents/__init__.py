@@ -105,5 +105,14 @@ def _ppo(seed: int | None = None, path: str = "", deterministic: bool = True) ->
 
 register("ppo", _ppo)
 
+
+def _rllib(seed: int | None = None, path: str = "") -> Agent:
+    from .rllib_agent import RLlibAgent  # ray loads only when an rllib agent is made
+
+    return RLlibAgent(seed=seed, path=path)
+
+
+register("rllib", _rllib)
+
 __all__ = ["Agent", "RandomAgent", "GreedyAgent", "HeuristicAgent", "ISMCTSAgent", "register",
            "make_agent", "parse_spec", "available", "AgentSpecError", "legal_from_mask"]

@@ -28,7 +28,7 @@ def test_registry_names_and_specs():
 
 
 @pytest.mark.parametrize("spec,needle", [
-    ("alphazero", "unknown agent 'alphazero'; available: greedy, heuristic, ismcts, ppo, random"),
+    ("alphazero", "unknown agent 'alphazero'; available: greedy, heuristic, ismcts, ppo, random, rllib"),
     ("ismcts:iters=3", "unknown option 'iters'; options: iterations, time, c, rollout"),
     ("ismcts:iterations=many", "option iterations expects int"),
     ("ismcts:iterations", "must be key=value"),

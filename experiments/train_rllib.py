@@ -1,0 +1,117 @@
+"""Multi-agent self-play on Ray RLlib (new API stack) with a league of opponents.
+
+``main`` (a masked PPO module) learns at one seat per episode; the other seats are played by
+league members: masked random and heuristic modules, plus a frozen snapshot of ``main`` added
+every ``--snapshot-every`` iterations (:mod:`dragons_egg_env.rllib`).
+
+Runs on this machine (``ray.init()`` starts a local instance) or on an existing cluster
+(``--address auto`` or ``ray://host:10001``); ``--num-env-runners`` and ``--num-learners``
+set the sampling and learning actors. Checkpoints go to ``<out>/checkpoint_<iter>``; the
+trained module is exported to ``<out>/main_module``, which the ``rllib`` agent plays
+(``rllib:path=<out>/main_module``) in tournaments and in ``dragons-egg play``.
+
+``python -m experiments.train_rllib --iterations 20 --num-env-runners 1 --out runs/rllib``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def _int_at_least(lo: int):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if v < lo:
+            raise argparse.ArgumentTypeError(f"expected >= {lo}, got {v}")
+        return v
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m experiments.train_rllib",
+                                description="Self-play PPO on Ray RLlib with a league.")
+    p.add_argument("--address", default=None,
+                   help="Ray cluster address (default: start a local instance)")
+    p.add_argument("--num-env-runners", type=_int_at_least(0), default=0,
+                   help="remote sampling actors (0: sample in the driver)")
+    p.add_argument("--num-learners", type=_int_at_least(0), default=0,
+                   help="remote learner actors (0: learn in the driver)")
+    p.add_argument("--iterations", type=_int_at_least(1), default=20)
+    p.add_argument("--players", type=_int_at_least(2), default=4)
+    p.add_argument("--rounds", type=_int_at_least(1), default=3)
+    p.add_argument("--train-batch-size", type=_int_at_least(32), default=4000)
+    p.add_argument("--minibatch-size", type=_int_at_least(16), default=512)
+    p.add_argument("--num-epochs", type=_int_at_least(1), default=5)
+    p.add_argument("--snapshot-every", type=_int_at_least(0), default=5,
+                   help="add a frozen copy of main to the league every N iterations")
+    p.add_argument("--checkpoint-every", type=_int_at_least(0), default=10)
+    p.add_argument("--seed", type=_int_at_least(0), default=0)
+    p.add_argument("--out", default="runs/rllib")
+    p.add_argument("--num-cpus", type=_int_at_least(1), default=None,
+                   help="CPUs for a local Ray instance (default: all)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.players > 8:
+        parser.error("--players must be 2..8")
+    try:
+        import ray
+
+        from dragons_egg_env.rllib import MAIN, ppo_config
+    except ImportError as exc:
+        parser.exit(2, f"{parser.prog}: error: needs the rllib extra "
+                       f"(pip install 'dragons-egg[rllib]'): {exc}\n")
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    env_config = {"num_players": args.players, "num_rounds": args.rounds}
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=args.address, num_cpus=None if args.address else args.num_cpus,
+                 include_dashboard=False, log_to_driver=False)
+    try:
+        config = ppo_config(env_config, num_env_runners=args.num_env_runners,
+                            num_learners=args.num_learners,
+                            train_batch_size=args.train_batch_size,
+                            minibatch_size=args.minibatch_size, num_epochs=args.num_epochs,
+                            snapshot_every=args.snapshot_every, seed=args.seed)
+        algo = config.build_algo()
+        history = []
+        start = time.time()
+        for it in range(1, args.iterations + 1):
+            res = algo.train()
+            runners = res.get("env_runners", {})
+            steps = res.get("num_env_steps_sampled_lifetime", 0)
+            row = {"iteration": it, "env_steps": steps, "seconds": round(time.time() - start, 1),
+                   "env_steps_per_s": round(steps / max(time.time() - start, 1e-9), 1),
+                   "league_size": res.get("league_size"),
+                   "main_return": (runners.get("module_episode_returns_mean") or {}).get(MAIN)}
+            history.append(row)
+            print(f"[{it}/{args.iterations}] " + ", ".join(f"{k} {v}" for k, v in row.items()
+                                                        if k != "iteration"), flush=True)
+            if args.checkpoint_every and it % args.checkpoint_every == 0:
+                algo.save(str(out / f"checkpoint_{it}"))
+        algo.save(str(out / "checkpoint_final"))
+        algo.get_module(MAIN).save_to_path(str(out / "main_module"))
+        (out / "history.json").write_text(json.dumps(history, indent=1))
+        (out / "env_config.json").write_text(json.dumps(env_config))
+        print(f"exported {out / 'main_module'} (agent spec rllib:path={out / 'main_module'})",
+              file=sys.stderr)
+        algo.stop()
+    finally:
+        if started:
+            ray.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
