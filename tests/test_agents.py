@@ -33,7 +33,7 @@ def test_registry_names_and_specs():
     ("ismcts:iterations=many", "option iterations expects int"),
     ("ismcts:iterations", "must be key=value"),
     ("ismcts:iterations=0", "iterations must be >= 1"),
-    ("ismcts:rollout=smart", "rollout must be 'greedy' or 'random'"),
+    ("ismcts:rollout=smart", "rollout must be one of heuristic, greedy, random"),
     ("", "non-empty string"),
 ])
 def test_bad_agent_specs(spec, needle):
