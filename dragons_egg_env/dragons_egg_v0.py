@@ -188,11 +188,13 @@ class raw_env(AECEnv):
         deals = []
         if options and "deals" in options:
             deals = _parse_deals(options["deals"], self.config.num_players)
-        if seed is not None or self._rng is None:
-            if seed is None:
-                seed = secrets.randbits(63)
-            self._seed = seed
-            self._rng = random.Random(seed)
+        if seed is None:
+            # A fresh match seed: drawn from the previous match's generator (so a seeded
+            # sequence of resets stays reproducible) or from the OS for the first reset. The
+            # replay records it, and it alone reproduces the match's random deals.
+            seed = self._rng.getrandbits(63) if self._rng is not None else secrets.randbits(63)
+        self._seed = seed
+        self._rng = random.Random(seed)
         self._forced_deals = deals
         self._deals: list[list[int]] = []
         self._actions: list[tuple[int, int]] = []

@@ -85,11 +85,22 @@ def test_tampered_action_is_rejected_with_its_step():
         replay(too_long)
 
 
-def test_replay_keeps_the_seed_for_matches_without_given_seed():
+def test_replay_seed_reproduces_matches_without_a_given_seed():
     env = dragons_egg_v0.env()
-    env.reset()
-    data = env.unwrapped.to_replay()
-    assert isinstance(data["seed"], int)
-    other = dragons_egg_v0.env()
-    other.reset(seed=data["seed"])
-    assert other.unwrapped.to_replay()["deals"] == data["deals"]
+    first = []
+    for k in range(3):  # a first unseeded reset, then resets that continue the generator
+        env.reset()
+        random_match(env, random.Random(k))
+        first.append(env.unwrapped.to_replay())
+    for data in first:
+        assert isinstance(data["seed"], int)
+        other = dragons_egg_v0.env()
+        other.reset(seed=data["seed"])
+        random_match(other, random.Random(first.index(data)))
+        assert other.unwrapped.to_replay()["deals"] == data["deals"]
+    # A seeded reset followed by unseeded ones is reproducible as a whole.
+    a, b = dragons_egg_v0.env(), dragons_egg_v0.env()
+    for e in (a, b):
+        e.reset(seed=9)
+        e.reset()
+    assert a.unwrapped.to_replay()["seed"] == b.unwrapped.to_replay()["seed"] != 9
