@@ -11,8 +11,9 @@ Needs the ``rllib`` extra (``pip install 'dragons-egg[rllib]'``; tested with ray
   of the logits (our own; the modules under ``ray.rllib.examples`` are not a stable API).
 - :class:`MaskedRandomRLModule` and :class:`HeuristicRLModule`: opponents as modules (RLlib's
   own random module ignores masks); they are never trained.
-- :class:`LeagueCallback`: self-play with a league: every ``snapshot_every`` iterations a
-  frozen copy of ``main`` joins the league; the baselines stay.
+- :class:`LeagueCallback`: self-play with a league: every ``snapshot_every`` iterations,
+  once ``main`` beats its table on average, a frozen copy of it joins the league; the
+  baselines stay.
 - :func:`league_mapping_fn`: per episode, ``main`` takes one seat (drawn from the episode id)
   and every other seat draws a league member.
 - :func:`ppo_config`: a :class:`~ray.rllib.algorithms.ppo.PPOConfig` wiring it together.
@@ -207,18 +208,24 @@ def league_mapping_fn(league: list[str], num_players: int):
 
 
 class LeagueCallback(RLlibCallback):
-    """Adds a frozen copy of ``main`` to the league every ``snapshot_every`` iterations."""
+    """Self-play league: every ``snapshot_every`` iterations, if ``main`` has improved enough
+    (its mean episode return over the iteration's episodes is above ``min_return``: it beats
+    the current table on average), a frozen copy of it joins the league. The baselines stay."""
 
     def __init__(self, snapshot_every: int = 5, num_players: int = 4,
-                 baselines: tuple[str, ...] = BASELINES) -> None:
+                 baselines: tuple[str, ...] = BASELINES, min_return: float = 0.0) -> None:
         super().__init__()
         self.snapshot_every = snapshot_every
         self.num_players = num_players
+        self.min_return = min_return
         self.league = list(baselines)
 
     def on_train_result(self, *, algorithm: Any, result: dict, **kwargs: Any) -> None:
         it = algorithm.iteration
-        if self.snapshot_every and it % self.snapshot_every == 0:
+        returns = (result.get("env_runners", {}).get("module_episode_returns_mean") or {})
+        main_return = returns.get(MAIN, float("-inf"))
+        if self.snapshot_every and it % self.snapshot_every == 0 and \
+                main_return > self.min_return:
             module_id = f"main_v{it}"
             main = algorithm.get_module(MAIN)
             self.league.append(module_id)
@@ -233,7 +240,8 @@ class LeagueCallback(RLlibCallback):
 
 def ppo_config(env_config: dict | None = None, *, num_env_runners: int = 0,
                num_learners: int = 0, train_batch_size: int = 4000, minibatch_size: int = 512,
-               num_epochs: int = 5, lr: float = 3e-4, snapshot_every: int = 5, seed: int = 0,
+               num_epochs: int = 5, lr: float = 3e-4, snapshot_every: int = 5,
+               min_return: float = 0.0, seed: int = 0,
                hidden: tuple[int, ...] = (256, 256)) -> PPOConfig:
     """PPO on Dragon's Egg: ``main`` learns against a league of baselines and snapshots."""
     env_config = dict(env_config or {})
@@ -265,7 +273,7 @@ def ppo_config(env_config: dict | None = None, *, num_env_runners: int = 0,
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
         .training(train_batch_size_per_learner=train_batch_size, minibatch_size=minibatch_size,
                   num_epochs=num_epochs, lr=lr)
-        .callbacks(lambda: LeagueCallback(snapshot_every, n))
+        .callbacks(lambda: LeagueCallback(snapshot_every, n, min_return=min_return))
         .debugging(seed=seed)
     )
 

@@ -51,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num-epochs", type=_int_at_least(1), default=5)
     p.add_argument("--snapshot-every", type=_int_at_least(0), default=5,
                    help="add a frozen copy of main to the league every N iterations")
+    p.add_argument("--min-return", type=float, default=0.0,
+                   help="main joins the league only while its mean return is above this")
     p.add_argument("--checkpoint-every", type=_int_at_least(0), default=10)
     p.add_argument("--seed", type=_int_at_least(0), default=0)
     p.add_argument("--out", default="runs/rllib")
@@ -83,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
                             num_learners=args.num_learners,
                             train_batch_size=args.train_batch_size,
                             minibatch_size=args.minibatch_size, num_epochs=args.num_epochs,
-                            snapshot_every=args.snapshot_every, seed=args.seed)
+                            snapshot_every=args.snapshot_every, min_return=args.min_return,
+                            seed=args.seed)
         algo = config.build_algo()
         history = []
         start = time.time()

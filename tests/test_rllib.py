@@ -67,7 +67,8 @@ def test_league_mapping_puts_main_at_one_seat():
 def test_one_ppo_iteration(ray_local, runners, tmp_path):
     cfg = ppo_config({"num_players": 4, "num_rounds": 1, "illegal_action": "raise"},
                      num_env_runners=runners, train_batch_size=256, minibatch_size=64,
-                     num_epochs=1, snapshot_every=1, hidden=(32, 32))
+                     num_epochs=1, snapshot_every=1, min_return=float("-inf"),
+                     hidden=(32, 32))
     algo = cfg.build_algo()
     try:
         res = algo.train()
@@ -93,7 +94,7 @@ def test_train_rllib_script_smoke(tmp_path):
 
     assert main(["--iterations", "1", "--train-batch-size", "128", "--minibatch-size", "64",
                  "--num-epochs", "1", "--rounds", "1", "--out", str(tmp_path / "r"),
-                 "--num-cpus", "2", "--checkpoint-every", "1"]) == 0
+                 "--num-cpus", "2", "--checkpoint-every", "1", "--min-return", "-10"]) == 0
     assert (tmp_path / "r" / "main_module").is_dir()
     assert (tmp_path / "r" / "checkpoint_1").is_dir()
 
