@@ -94,8 +94,13 @@ def main(argv: list[str] | None = None) -> int:
             res = algo.train()
             runners = res.get("env_runners", {})
             steps = res.get("num_env_steps_sampled_lifetime", 0)
+            timers = res.get("timers", {})
+            sampled = runners.get("num_env_steps_sampled", 0)
             row = {"iteration": it, "env_steps": steps, "seconds": round(time.time() - start, 1),
                    "env_steps_per_s": round(steps / max(time.time() - start, 1e-9), 1),
+                   # sampling alone: steps of this iteration / time spent waiting for samples
+                   "sampling_steps_per_s": round(
+                       sampled / max(timers.get("env_runner_sampling_timer", 0), 1e-9), 1),
                    "league_size": res.get("league_size"),
                    "main_return": (runners.get("module_episode_returns_mean") or {}).get(MAIN)}
             history.append(row)
