@@ -42,7 +42,7 @@ class TrainConfig:
     """Every setting of a training run (each is a ``--flag`` of the same name)."""
 
     #: Environment steps (learner decisions) to train for, in total.
-    total_timesteps: int = 40_000
+    total_timesteps: int = 150_000
     seed: int = 0
     #: Table sizes drawn per episode; observations are padded to the largest.
     table_sizes: list[int] = field(default_factory=lambda: [4])
@@ -52,7 +52,7 @@ class TrainConfig:
     #: Baseline opponents, kept in the pool for the whole run.
     opponents: list[str] = field(default_factory=lambda: list(DEFAULT_OPPONENTS))
     #: Add a frozen snapshot of the learner to the pool every this many steps (0: never).
-    snapshot_every: int = 20_000
+    snapshot_every: int = 50_000
     max_snapshots: int = 5
     #: Pool weight of each snapshot (each baseline weighs 1).
     snapshot_weight: float = 1.0
@@ -69,11 +69,11 @@ class TrainConfig:
     ent_coef: float = 0.01
     net_arch: list[int] = field(default_factory=lambda: [256, 256])
     #: Evaluate every this many steps (0: only at the end).
-    eval_every: int = 20_000
+    eval_every: int = 50_000
     #: Matches per evaluation (rounded up to whole rotations of the table).
     eval_matches: int = 40
     eval_opponents: list[str] = field(default_factory=lambda: ["heuristic"])
-    checkpoint_every: int = 20_000
+    checkpoint_every: int = 50_000
     torch_threads: int = 1
     out_dir: str = "runs"
     #: Run folder name (default ``ppo-seed<seed>``).
