@@ -50,6 +50,7 @@ import numpy as np
 
 from . import engine as E
 from .actions import NUM_ACTIONS
+from .cli_args import int_range
 from .config import RulesConfig
 
 SLICES = 5
@@ -380,16 +381,6 @@ def _positive_float(text: str) -> float:
     return v
 
 
-def _players(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not 2 <= v <= 8:
-        raise argparse.ArgumentTypeError(f"must be 2..8, got {v}")
-    return v
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m dragons_egg_env.bench",
@@ -400,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seconds", type=_positive_float, default=5.0,
                    help="timed seconds per measurement, after a short warm-up (default: 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of every RNG (default: 0)")
-    p.add_argument("--players", type=_players, default=4,
+    p.add_argument("--players", type=int_range(2, 8), default=4,
                    help="Dragon's Egg table size, 2..8 (default: 4)")
     p.add_argument("--json", metavar="PATH", help="also write the figures to PATH as JSON")
     return p

@@ -10,28 +10,16 @@ import random
 import sys
 
 from .actions import describe
+from .cli_args import int_range
 from .dragons_egg_v0 import raw_env
-
-
-def _positive(lo: int, hi: int | None = None):
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if v < lo or (hi is not None and v > hi):
-            raise argparse.ArgumentTypeError(
-                f"expected {lo}..{hi}, got {v}" if hi is not None else f"expected >= {lo}, got {v}")
-        return v
-    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m dragons_egg_env",
                                 description="Play one seeded match of random agents and show it.")
-    p.add_argument("--seed", type=_positive(0), default=0, help="match seed (default 0)")
-    p.add_argument("--players", type=_positive(2, 8), default=4, help="table size 2..8")
-    p.add_argument("--rounds", type=_positive(1), default=3, help="rounds in the match")
+    p.add_argument("--seed", type=int_range(0), default=0, help="match seed (default 0)")
+    p.add_argument("--players", type=int_range(2, 8), default=4, help="table size 2..8")
+    p.add_argument("--rounds", type=int_range(1), default=3, help="rounds in the match")
     p.add_argument("--deck-style", choices=("dragon", "tarokka"), default="dragon")
     p.add_argument("--quiet", action="store_true", help="only print the results")
     return p

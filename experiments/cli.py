@@ -21,7 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      description="Dragon's Egg: play, evaluate and inspect.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     p = sub.add_parser("play", help="play a match in the terminal against bots")
-    add_play_arguments(p, tournament._int_at_least, tournament._flag)
+    add_play_arguments(p)
     t = sub.add_parser("tournament", help="duplicate-deal tournament between agents")
     tournament.add_arguments(t)
     r = sub.add_parser("replay", help="step through a saved match")

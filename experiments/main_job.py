@@ -20,8 +20,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from agents.ppo import SHIPPED
-from experiments.tournament import (TournamentConfig, _int_at_least, markdown_report,
-                                    run_tournament)
+from dragons_egg_env.cli_args import int_range
+from experiments.tournament import TournamentConfig, markdown_report, run_tournament
 from experiments.train_ppo import TrainConfig, train
 
 
@@ -30,12 +30,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.main_job",
                                 description="Train briefly, run a tournament, write a report.")
     p.add_argument("--out", default="runs/main", help="output folder (default runs/main)")
-    p.add_argument("--timesteps", type=_int_at_least(1), default=defaults.total_timesteps,
+    p.add_argument("--timesteps", type=int_range(1), default=defaults.total_timesteps,
                    help=f"training steps (default {defaults.total_timesteps})")
-    p.add_argument("--matches", type=_int_at_least(1), default=200,
+    p.add_argument("--matches", type=int_range(1), default=200,
                    help="tournament matches (default 200)")
-    p.add_argument("--seed", type=_int_at_least(0), default=0)
-    p.add_argument("--workers", type=_int_at_least(1), default=min(2, os.cpu_count() or 1))
+    p.add_argument("--seed", type=int_range(0), default=0)
+    p.add_argument("--workers", type=int_range(1), default=min(2, os.cpu_count() or 1))
     args = p.parse_args(argv)
     if not SHIPPED.is_file():
         p.error(f"the shipped agent {SHIPPED} is missing: reinstall the package")

@@ -12,6 +12,7 @@ from typing import Callable, TextIO
 from agents import AgentSpecError, make_agent, parse_spec
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, PASS, describe
+from dragons_egg_env.cli_args import int_range, rule_flag
 from dragons_egg_env.cards import CARD_CODES, card_index, card_name, codes, iter_cards
 from dragons_egg_env.config import ConfigError, RulesConfig
 from dragons_egg_env.dragons_egg_v0 import raw_env
@@ -201,14 +202,14 @@ def replay_game(args: argparse.Namespace, read: Callable[[str], str], out: TextI
     return 0
 
 
-def add_play_arguments(p: argparse.ArgumentParser, int_at_least, flag) -> None:
-    p.add_argument("--seat", type=int_at_least(0), default=0, help="your seat (default 0)")
+def add_play_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seat", type=int_range(0), default=0, help="your seat (default 0)")
     p.add_argument("--bots", nargs="*", default=["heuristic"],
                    help="bot specs for the other seats, used in turn (default heuristic)")
-    p.add_argument("--players", type=int_at_least(2), default=4)
-    p.add_argument("--rounds", type=int_at_least(1), default=3)
-    p.add_argument("--seed", type=int_at_least(0), default=0)
-    p.add_argument("--rule", type=flag, action="append", default=[], metavar="FLAG=VALUE")
+    p.add_argument("--players", type=int_range(2, 8), default=4)
+    p.add_argument("--rounds", type=int_range(1), default=3)
+    p.add_argument("--seed", type=int_range(0), default=0)
+    p.add_argument("--rule", type=rule_flag, action="append", default=[], metavar="FLAG=VALUE")
     p.add_argument("--deck-style", choices=("dragon", "tarokka"), default="dragon")
     p.add_argument("--save", help="where to save the replay (default runs/play-...json)")
 

@@ -40,6 +40,7 @@ from agents import AgentSpecError, make_agent, parse_spec
 from agents.runner import play_match
 from dragons_egg_env import engine as E
 from dragons_egg_env.cards import codes
+from dragons_egg_env.cli_args import int_range, rule_flag
 from dragons_egg_env.config import ConfigError, RulesConfig
 
 
@@ -437,42 +438,17 @@ def run_tournament(tc: TournamentConfig, progress: bool = True) -> dict[str, Any
 # ---------------------------------------------------------------------------------------
 # Command line.
 
-def _int_at_least(lo: int):
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if v < lo:
-            raise argparse.ArgumentTypeError(f"expected >= {lo}, got {v}")
-        return v
-    return parse
-
-
-def _flag(text: str) -> tuple[str, Any]:
-    key, eq, value = text.partition("=")
-    if not eq:
-        raise argparse.ArgumentTypeError(f"a rule flag is name=value, got {text!r}")
-    low = value.lower()
-    if low in ("true", "false"):
-        return key, low == "true"
-    try:
-        return key, int(value)
-    except ValueError:
-        return key, value
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("agents", nargs="+", help="agent specs, e.g. heuristic ismcts:iterations=200")
-    p.add_argument("--players", type=_int_at_least(2), default=4, help="table size 2..8")
-    p.add_argument("--matches", type=_int_at_least(1), default=200,
+    p.add_argument("--players", type=int_range(2, 8), default=4, help="table size 2..8")
+    p.add_argument("--matches", type=int_range(1), default=200,
                    help="matches to play (rounded up to whole rotations)")
-    p.add_argument("--rounds", type=_int_at_least(1), default=3, help="rounds per match")
-    p.add_argument("--seed", type=_int_at_least(0), default=0)
-    p.add_argument("--workers", type=_int_at_least(1), default=os.cpu_count() or 1)
-    p.add_argument("--rule", type=_flag, action="append", default=[], metavar="FLAG=VALUE",
+    p.add_argument("--rounds", type=int_range(1), default=3, help="rounds per match")
+    p.add_argument("--seed", type=int_range(0), default=0)
+    p.add_argument("--workers", type=int_range(1), default=os.cpu_count() or 1)
+    p.add_argument("--rule", type=rule_flag, action="append", default=[], metavar="FLAG=VALUE",
                    help="a rule flag, e.g. --rule pass_locks_out=true (repeatable)")
-    p.add_argument("--bootstrap", type=_int_at_least(100), default=2000)
+    p.add_argument("--bootstrap", type=int_range(100), default=2000)
     p.add_argument("--out", default="runs/tournament", help="output folder")
     p.add_argument("--no-progress", action="store_true")
 

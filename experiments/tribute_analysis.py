@@ -38,7 +38,9 @@ from dragons_egg_env.cards import CARD_CODES, codes
 from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.observation import layout
 
-from .tournament import Estimate, _bootstrap, _derive, _int_at_least, deal_sequence
+from dragons_egg_env.cli_args import int_range
+
+from .tournament import Estimate, _bootstrap, _derive, deal_sequence
 
 TRIBUTE_POLICIES = ("none", "random", "heuristic", "learned")
 
@@ -202,13 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.tribute_analysis",
                                 description="Compare tribute policies under one play policy.")
     p.add_argument("--play", default="ppo", help="play policy spec (deterministic), default ppo")
-    p.add_argument("--deals", type=_int_at_least(1), default=300)
-    p.add_argument("--players", type=_int_at_least(2), default=4)
-    p.add_argument("--seed", type=_int_at_least(0), default=0)
+    p.add_argument("--deals", type=int_range(1), default=300)
+    p.add_argument("--players", type=int_range(2, 8), default=4)
+    p.add_argument("--seed", type=int_range(0), default=0)
     p.add_argument("--out", default="runs/tribute")
     args = p.parse_args(argv)
-    if args.players > 8:
-        p.error("--players must be 2..8")
     try:
         parse_spec(args.play)
         make_agent(args.play, seed=0)

@@ -99,7 +99,7 @@ def test_outputs_and_cli(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["heuristic", "--players", "1"], "expected >= 2"),
+    (["heuristic", "--players", "1"], "expected 2..8"),
     (["nobody"], "unknown agent 'nobody'"),
     (["heuristic", "--rule", "pass_locks_out"], "a rule flag is name=value"),
     (["heuristic", "--rule", "colour=red"], "unknown rule flag"),
