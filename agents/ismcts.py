@@ -69,7 +69,7 @@ def rollout_action(s: E.State, rng, epsilon: float) -> int:
     return _random_bit(m, rng)
 
 
-DRAGONS_AT = ASK_BASE_DRAGONS = (0xF << 40)  # dragon cards in a hand
+DRAGON_CARDS = 0xF << 40  # the dragon cards among card bits
 DANGER = 3  # an opponent with this many cards or fewer is about to go out
 
 
@@ -90,7 +90,7 @@ def heuristic_rollout_action(s: E.State, rng, epsilon: float) -> int:
         return (m & ~1).bit_length() - 1
     if ph == E.ASK:
         asks = m >> ASK_BASE
-        d = asks & DRAGONS_AT
+        d = asks & DRAGON_CARDS
         x = d or asks
         return ASK_BASE + ((x & -x).bit_length() - 1)
     if ph == E.GIVE:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from dragons_egg_env.cards import mask_of  # noqa: F401  (re-exported for deal helpers)
 from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.dragons_egg_v0 import raw_env
 
@@ -33,7 +32,6 @@ def play_match(agents: Sequence[Agent], config: RulesConfig, seed: int,
     env.reset(seed=seed, options={"deals": deals} if deals else None)
     for i, agent in enumerate(agents):
         agent.start_match(i, config, env.max_players)
-    names = env.possible_agents
     index = env.agent_name_mapping
     rec = MatchRecord(scores=[0.0] * config.num_players)
     for name in env.agent_iter():
@@ -55,5 +53,4 @@ def play_match(agents: Sequence[Agent], config: RulesConfig, seed: int,
     rec.scores = list(s.scores)
     if keep_replay:
         rec.replay = env.to_replay()
-    del names
     return rec

@@ -79,7 +79,7 @@ from . import engine as E
 from .actions import NUM_ACTIONS, describe
 from .cards import codes, mask_of
 from .config import RulesConfig
-from .observation import Encoder, layout, mask_array
+from .observation import Encoder, mask_array
 from .render import render_text
 
 ENV_NAME = "dragons_egg_v0"

@@ -604,10 +604,6 @@ def _give(s: State, card: int) -> None:
 # ---------------------------------------------------------------------------------------
 # Conveniences.
 
-def hand_codes(s: State, seat: int) -> list[str]:
-    return codes(s.hands[seat])
-
-
 def action_cards(s: State, action: int) -> int:
     """The cards the seat to act would put down with ``action`` (0 for non-plays)."""
     kind, a, b = decode(action)

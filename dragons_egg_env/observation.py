@@ -18,7 +18,7 @@ import numpy as np
 
 from . import engine as E
 from .actions import NUM_ACTIONS
-from .cards import EGG_BIT, NUM_CARDS
+from .cards import NUM_CARDS
 
 _ACTION_BYTES = (NUM_ACTIONS + 7) // 8
 

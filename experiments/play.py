@@ -4,7 +4,6 @@ saved match. Both take their input and output as arguments so tests can script t
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 from typing import Callable, TextIO

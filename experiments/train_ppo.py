@@ -27,7 +27,6 @@ import argparse
 import csv
 import dataclasses
 import json
-import math
 import sys
 import time
 from dataclasses import dataclass, field

@@ -2,7 +2,6 @@
 
 import json
 
-import numpy as np
 import pytest
 
 from dragons_egg_env import engine as E
