@@ -116,7 +116,7 @@ class SingleAgentEnv(gymnasium.Env):
     def set_pool(self, opponents: Sequence[Opponent], weights: Sequence[float] | None = None
                  ) -> None:
         """Replace the opponent pool (takes effect at the next episode)."""
-        from agents import make_agent, parse_spec
+        from agents import parse_spec
 
         pool = list(opponents)
         if not pool:
@@ -134,7 +134,6 @@ class SingleAgentEnv(gymnasium.Env):
                                  "not all zero")
         self.pool = pool
         self.weights = weights
-        self._make_agent = make_agent
 
     def add_opponent(self, opponent: Opponent, weight: float | None = None) -> None:
         """Add one opponent (for self-play snapshots)."""
@@ -151,7 +150,9 @@ class SingleAgentEnv(gymnasium.Env):
     def _draw_opponent(self, rng: random.Random, seed: int) -> Any:
         opp = rng.choices(self.pool, weights=self.weights)[0]
         if isinstance(opp, str):
-            return self._make_agent(opp, seed=seed)
+            from agents import make_agent  # agents import this package: import when used
+
+            return make_agent(opp, seed=seed)
         if hasattr(opp, "act"):
             return opp
         return _CallableAgent(opp)

@@ -40,7 +40,7 @@ from dragons_egg_env.observation import layout
 
 from dragons_egg_env.cli_args import int_range
 
-from .tournament import Estimate, _bootstrap, _derive, deal_sequence
+from .tournament import _bootstrap, _derive, deal_sequence
 
 TRIBUTE_POLICIES = ("none", "random", "heuristic", "learned")
 
@@ -169,7 +169,7 @@ def heatmaps(res: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def report(res: dict[str, Any], summ: dict[str, Any], out: Path) -> str:
+def report(res: dict[str, Any], summ: dict[str, Any]) -> str:
     n = res["config"].num_players
     lines = [
         "# Tribute analysis", "",
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     heatmaps(res, out / "tribute_heatmaps.png")
-    text = report(res, summ, out)
+    text = report(res, summ)
     (out / "report.md").write_text(text)
     (out / "summary.json").write_text(json.dumps({
         "policies": {k: vars(v) for k, v in summ["policies"].items()},
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["TributeMix", "run", "summarize", "main", "Estimate"]
+__all__ = ["TributeMix", "run", "summarize", "heatmaps", "report", "main"]
 
 if __name__ == "__main__":
     raise SystemExit(main())
