@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench docs clean
+.PHONY: demo test lint bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,14 +19,20 @@ demo: $(STAMP)
 	$(PY) -m experiments.main_job
 
 test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -n 2 --dist loadfile -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test,bench]'
-	$(PY) -m dragons_egg_env.bench
+	$(PY) -m experiments.bench
 
 docs: $(STAMP)
-	$(PY) -m dragons_egg_env.docs
+	$(PY) -m experiments.docs
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

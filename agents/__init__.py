@@ -4,13 +4,20 @@
 >>> bot = make_agent("ismcts:iterations=400", seed=1)
 
 Specs are ``name`` or ``name:key=value,key=value``; values are converted to the type of the
-option's default. :func:`register` adds a kind (a later issue adds the learned ``ppo`` agent).
+option's default. :func:`register` adds a kind. The built-in kinds are ``random``, ``greedy``,
+``heuristic``, ``ismcts``, ``ppo`` (the shipped MaskablePPO agent, or ``ppo:path=...``) and
+``rllib`` (``rllib:path=...``). :class:`AgentSpec` is a picklable factory for a spec, the form
+in which the env package's single-agent view takes opponents by name.
 """
 
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from dragons_egg_env.config import parse_bool
 
 from .base import Agent, legal_from_mask
 from .heuristic import HeuristicAgent
@@ -38,12 +45,11 @@ def available() -> list[str]:
 
 def _convert(name: str, key: str, text: str, default: Any) -> Any:
     if isinstance(default, bool):
-        low = text.lower()
-        if low in ("1", "true", "yes", "on"):
-            return True
-        if low in ("0", "false", "no", "off"):
-            return False
-        raise AgentSpecError(f"{name}: option {key} expects true/false, got {text!r}")
+        try:
+            return parse_bool(text)
+        except ValueError:
+            raise AgentSpecError(f"{name}: option {key} expects true/false, "
+                                 f"got {text!r}") from None
     for typ in (int, float):
         if isinstance(default, typ):
             try:
@@ -91,6 +97,26 @@ def make_agent(spec: str, seed: int | None = None) -> Agent:
     return agent
 
 
+@dataclass(frozen=True)
+class AgentSpec:
+    """A picklable factory for the agent a spec names: ``AgentSpec("ismcts:iterations=50")``.
+
+    The spec is checked when the factory is made; :meth:`make` builds a fresh agent seeded
+    with ``seed`` (:class:`dragons_egg_env.wrappers.SingleAgentEnv` calls it once per
+    episode and seat)."""
+
+    spec: str
+
+    def __post_init__(self) -> None:
+        parse_spec(self.spec)
+
+    def make(self, seed: int | None = None) -> Agent:
+        return make_agent(self.spec, seed=seed)
+
+    def __str__(self) -> str:
+        return self.spec
+
+
 register("random", RandomAgent)
 register("greedy", GreedyAgent)
 register("heuristic", HeuristicAgent)
@@ -114,5 +140,6 @@ def _rllib(seed: int | None = None, path: str = "") -> Agent:
 
 register("rllib", _rllib)
 
-__all__ = ["Agent", "RandomAgent", "GreedyAgent", "HeuristicAgent", "ISMCTSAgent", "register",
-           "make_agent", "parse_spec", "available", "AgentSpecError", "legal_from_mask"]
+__all__ = ["Agent", "AgentSpec", "RandomAgent", "GreedyAgent", "HeuristicAgent", "ISMCTSAgent",
+           "register", "make_agent", "parse_spec", "available", "AgentSpecError",
+           "legal_from_mask"]

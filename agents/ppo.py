@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from dragons_egg_env.observation import layout, pad
+from dragons_egg_env.observation import pad, players_for_size
 
 from .base import Agent
 
@@ -62,7 +62,7 @@ def load_policy(path: str | Path) -> Any:
             raise CheckpointError(f"checkpoint {p} could not be loaded: "
                                   f"{type(exc).__name__}: {exc}") from None
         size = model.observation_space.shape[0]
-        if not any(layout(m).size == size for m in range(2, 9)):
+        if players_for_size(size) is None:
             raise CheckpointError(f"checkpoint {p} expects observations of {size} values, "
                                   "which no Dragon's Egg table produces")
         _CACHE[key] = model
@@ -71,8 +71,9 @@ def load_policy(path: str | Path) -> Any:
 
 def policy_players(model: Any) -> int:
     """The ``max_players`` a policy was trained with (from its observation size)."""
-    size = model.observation_space.shape[0]
-    return next(m for m in range(2, 9) if layout(m).size == size)
+    players = players_for_size(model.observation_space.shape[0])
+    assert players is not None, "load_policy checks the observation size"
+    return players
 
 
 class PPOAgent(Agent):

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from dragons_egg_env.observation import layout, pad
+from dragons_egg_env.observation import pad, players_for_size
 
 from .base import Agent
 
@@ -36,7 +36,7 @@ class RLlibAgent(Agent):
                                  f"{type(exc).__name__}: {exc}") from None
         self.module = _CACHE[key]
         size = self.module.observation_space["observations"].shape[0]
-        self.policy_players = next((m for m in range(2, 9) if layout(m).size == size), None)
+        self.policy_players = players_for_size(size)
         if self.policy_players is None:
             raise ValueError(f"rllib: the module at {p} does not take Dragon's Egg "
                              "observations")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.dragons_egg_v0 import raw_env
@@ -16,7 +17,7 @@ class MatchRecord:
     """What a match produced, by seat."""
 
     scores: list[float]
-    #: Per round: the finishing order (seats), deadlock flag, the Dragon and the Egg seat.
+    #: Per round: the finishing order (seats), the deadlock flag and every seat's R27 reward.
     rounds: list[dict[str, Any]] = field(default_factory=list)
     replay: dict[str, Any] | None = None
     steps: int = 0
@@ -51,6 +52,8 @@ def play_match(agents: Sequence[Agent], config: RulesConfig, seed: int,
                 agent.end_round(res)
     s = env.engine_state
     rec.scores = list(s.scores)
+    for rnd, result in zip(rec.rounds, s.results, strict=True):
+        rnd["rewards"] = list(result.rewards)
     if keep_replay:
         rec.replay = env.to_replay()
     return rec

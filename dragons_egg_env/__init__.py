@@ -1,33 +1,44 @@
 """Dragon's Egg as a reinforcement-learning environment.
 
-``dragons_egg_env.engine`` is the pure rules engine; ``dragons_egg_env.dragons_egg_v0`` is the
-PettingZoo AEC environment (``env()`` and ``raw_env()``).
+The package holds the game and its environments only:
+
+- ``cards``, ``config``, ``actions`` and ``engine``: the pure rules engine on int bitmasks
+  (standard library only; importing them loads no framework);
+- ``observation``: the observation layout and encoder (numpy);
+- ``dragons_egg_v0``: the PettingZoo AEC environment (``env()``, ``raw_env()``);
+- ``wrappers``: the single-agent Gymnasium view (``SingleAgentEnv``);
+- ``replay``, ``render`` and ``render_image``: replays and text and image renders.
+
+Modules that need numpy, Gymnasium or PettingZoo load when first used
+(``dragons_egg_env.dragons_egg_v0`` or the attribute ``dragons_egg_env.dragons_egg_v0``), so
+``import dragons_egg_env.engine`` stays framework-free. Agents live in the ``agents`` package and
+training, tournaments and tools in ``experiments``; this package imports neither
+(``docs/architecture.md``).
 """
 
-from . import actions, cards, engine
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from . import actions, cards, config, engine
 from .config import ConfigError, RulesConfig
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+
+#: Submodules loaded on first attribute access (they import numpy and the RL frameworks).
+_LAZY = ("observation", "dragons_egg_v0", "wrappers", "replay", "render", "render_image")
 
 
-def _register() -> None:
-    """Register ``dragons_egg_v0`` with PettingZoo's registry where the version has one, and
-    the single-agent view (``dragons_egg_env.wrappers``) with Gymnasium's."""
-    try:
-        from pettingzoo import register as _pz_register  # PettingZoo >= 1.27
-    except ImportError:  # older PettingZoo: no registry
-        return
-    from pettingzoo import aec_registry
-
-    if "dragons_egg_v0" not in aec_registry:
-        _pz_register("aec", "dragons_egg_v0", entry_point="dragons_egg_env.dragons_egg_v0:env")
-    import gymnasium
-
-    if "dragons_egg/SingleAgent-v0" not in gymnasium.registry:
-        gymnasium.register(id="dragons_egg/SingleAgent-v0",
-                           entry_point="dragons_egg_env.wrappers:SingleAgentEnv")
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_register()
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
-__all__ = ["actions", "cards", "engine", "RulesConfig", "ConfigError", "__version__"]
+
+__all__ = ["actions", "cards", "config", "engine", "RulesConfig", "ConfigError", "__version__",
+           *_LAZY]

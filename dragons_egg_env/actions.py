@@ -1,12 +1,12 @@
 """The action table: one ``Discrete(NUM_ACTIONS)`` space shared by every agent.
 
-| range       | action                 | meaning                                                   |
-|-------------|------------------------|-----------------------------------------------------------|
-| 0           | ``PASS``               | pass; decline an offered completion; stop asking (tribute) |
-| 1..40       | ``play(number, count)``| play ``count`` cards of ``number`` (completing a set too)  |
-| 41..44      | ``play_dragons(count)``| play ``count`` dragon cards                                |
-| 45..88      | ``ask(card)``          | the Dragon asks for a card (numbered or dragon, never Egg) |
-| 89..133     | ``give(card)``         | the Dragon gives a card back                               |
+| range   | action                  | meaning                                                    |
+|---------|-------------------------|------------------------------------------------------------|
+| 0       | ``PASS``                | pass; decline an offered completion; stop asking (tribute) |
+| 1..40   | ``play(number, count)`` | play ``count`` cards of ``number`` (completing a set too)  |
+| 41..44  | ``play_dragons(count)`` | play ``count`` dragon cards                                |
+| 45..88  | ``ask(card)``           | the Dragon asks for a card (numbered or dragon, never Egg) |
+| 89..133 | ``give(card)``          | the Dragon gives a card back                               |
 
 The layout is built here and ``ACTION_RANGES`` is the table the docs are generated from.
 ``play(number, count)`` sits at bit ``(number - 1) * 4 + count`` so that the plays a hand

@@ -10,7 +10,7 @@ This module is pure Python and imports nothing outside the standard library.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 NUM_CARDS = 45
 NUM_NUMBERS = 10
@@ -19,6 +19,8 @@ SUIT_NAMES = ("Earth", "Water", "Fire", "Lightning")
 TAROKKA_SUITS = ("Swords", "Glyphs", "Coins", "Stars")  # R2: Earth, Water, Fire, Lightning
 DRAGON_CODES = ("BEAST", "DARKLORD", "HORSEMAN", "EXECUTIONER")
 EGG_CODE = "EGG"
+#: R2: the names a deck may show, ``"dragon"`` (the codes of R1) or ``"tarokka"``.
+DECK_STYLES = ("dragon", "tarokka")
 
 BEAST, DARKLORD, HORSEMAN, EXECUTIONER = 40, 41, 42, 43
 EGG = 44
@@ -92,8 +94,9 @@ def card_name(card: int, deck_style: str = "dragon") -> str:
     """Display name of a card in the ``"dragon"`` deck or the ``"tarokka"`` deck (R2)."""
     if deck_style == "dragon":
         return CARD_CODES[card]
-    if deck_style != "tarokka":
-        raise ValueError(f"unknown deck_style {deck_style!r}: expected 'dragon' or 'tarokka'")
+    if deck_style not in DECK_STYLES:
+        raise ValueError(f"unknown deck_style {deck_style!r}: expected one of "
+                         f"{', '.join(map(repr, DECK_STYLES))}")
     if card == EGG:
         return "Artifact"
     if card >= 40:

@@ -67,7 +67,8 @@ from __future__ import annotations
 import json
 import random
 import secrets
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -77,8 +78,8 @@ from pettingzoo.utils.env_logger import EnvLogger
 
 from . import engine as E
 from .actions import NUM_ACTIONS, describe
-from .cards import codes, mask_of
-from .config import RulesConfig
+from .cards import DECK_STYLES, codes, mask_of
+from .config import MAX_PLAYERS, RulesConfig
 from .observation import Encoder, mask_array
 from .render import render_text
 
@@ -100,7 +101,8 @@ class OrderError(AssertionError):
     ``OrderEnforcingWrapper`` reports it."""
 
 
-def _parse_deals(raw: Any, n: int) -> list[int]:
+def _parse_deals(raw: Any, n: int) -> list[list[int]]:
+    """``options["deals"]`` (per round, one list of card codes per seat) as card bitmasks."""
     if not isinstance(raw, (list, tuple)):
         raise ValueError(f"options['deals'] must be a list of deals, got {type(raw).__name__}")
     out = []
@@ -148,11 +150,12 @@ class raw_env(AECEnv):
         if max_players is None:
             max_players = n
         if isinstance(max_players, bool) or not isinstance(max_players, int) \
-                or not n <= max_players <= 8:
-            raise ValueError(f"max_players must be an int in {n}..8 (>= num_players), "
+                or not n <= max_players <= MAX_PLAYERS:
+            raise ValueError(f"max_players must be an int in {n}..{MAX_PLAYERS} (>= num_players), "
                              f"got {max_players!r}")
-        if deck_style not in ("dragon", "tarokka"):
-            raise ValueError(f"deck_style must be 'dragon' or 'tarokka', got {deck_style!r}")
+        if deck_style not in DECK_STYLES:
+            raise ValueError(f"deck_style must be one of {', '.join(map(repr, DECK_STYLES))}, "
+                             f"got {deck_style!r}")
         self.render_mode = render_mode
         self.max_players = max_players
         self.deck_style = deck_style
@@ -240,6 +243,8 @@ class raw_env(AECEnv):
         self._mask_holder = agent
 
     def step(self, action: Any) -> None:
+        """Play ``action`` for ``agent_selection`` (the per-step hot path: the common case, a
+        legal ``int``, runs inline; the rest is in the helpers below)."""
         if not self._has_reset:
             raise OrderError("reset() needs to be called before step.")
         if not self.agents:
@@ -250,24 +255,44 @@ class raw_env(AECEnv):
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        if type(action) is int:  # the common case, checked cheaply
-            a, ok = action, True
+        if type(action) is int and 0 <= action < NUM_ACTIONS:  # the common case, checked cheaply
+            a = action
         else:
-            try:
-                a = int(action)
-                ok = a == action and not isinstance(action, (bool, np.bool_))
-            except (TypeError, ValueError, OverflowError):
-                ok = False
-        if not ok or not 0 <= a < NUM_ACTIONS:
-            raise ActionOutOfBoundsError(
-                f"{agent}: action {action!r} is outside the action space "
-                f"Discrete({NUM_ACTIONS}) (an integer 0..{NUM_ACTIONS - 1})")
+            a = self._checked_action(agent, action)
         s = self._s
         if not (s.mask >> a) & 1:  # the mask was computed for this state by _select
             if self._terminate_illegal:
                 self._end_by_illegal(agent, a)
                 return
             raise IllegalMoveError(self._illegal_message(agent, a))
+        if self._rewards_dirty or self._result_in_infos:
+            self._clear_last_outputs()
+        self._cumulative_rewards[agent] = 0.0
+        nres = len(s.results)
+        self._actions.append((s.current, a))
+        E.step(s, a)
+        if len(s.results) != nres:
+            self._after_round(s)
+        self._select()
+        if self._rewards_dirty:
+            self._accumulate_rewards()
+
+    def _checked_action(self, agent: str, action: Any) -> int:
+        """``action`` as an int in the action space (an integer-valued number, not a bool);
+        :class:`ActionOutOfBoundsError` otherwise."""
+        try:
+            a = int(action)
+            ok = a == action and not isinstance(action, (bool, np.bool_))
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok or not 0 <= a < NUM_ACTIONS:
+            raise ActionOutOfBoundsError(
+                f"{agent}: action {action!r} is outside the action space "
+                f"Discrete({NUM_ACTIONS}) (an integer 0..{NUM_ACTIONS - 1})")
+        return a
+
+    def _clear_last_outputs(self) -> None:
+        """Forget the previous step's round rewards and ``round_result`` infos."""
         if self._rewards_dirty:
             for k in self.rewards:
                 self.rewards[k] = 0.0
@@ -276,20 +301,16 @@ class raw_env(AECEnv):
             for info in self.infos.values():
                 info.pop("round_result", None)
             self._result_in_infos = False
-        self._cumulative_rewards[agent] = 0.0
-        nres = len(s.results)
-        self._actions.append((s.current, a))
-        E.step(s, a)
-        if len(s.results) != nres:
-            self._round_ended(s.results[-1])
-            if s.phase == E.DEAL:
-                self._deal_next()
-            elif s.phase == E.DONE:
-                for k in self.terminations:
-                    self.terminations[k] = True
-        self._select()
-        if self._rewards_dirty:
-            self._accumulate_rewards()
+
+    def _after_round(self, s: E.State) -> None:
+        """The step just ended a round: hand out its rewards and infos, then deal the next
+        round or end the match."""
+        self._round_ended(s.results[-1])
+        if s.phase == E.DEAL:
+            self._deal_next()
+        elif s.phase == E.DONE:
+            for k in self.terminations:
+                self.terminations[k] = True
 
     def _round_ended(self, res: E.RoundResult) -> None:
         names = self.possible_agents
@@ -418,6 +439,13 @@ class raw_env(AECEnv):
         return {a: self._s.scores[i] for i, a in enumerate(self.possible_agents)}
 
     # -- replays ------------------------------------------------------------------------
+    @property
+    def deals(self) -> list[list[int]]:
+        """The hands dealt so far, one card bitmask per seat for each round started."""
+        if not self._has_reset:
+            raise OrderError("reset() needs to be called before deals.")
+        return [list(hands) for hands in self._deals]
+
     def to_replay(self) -> dict[str, Any]:
         """The match so far as a JSON-ready dict: config, seed, deals and actions."""
         if not self._has_reset:
@@ -447,7 +475,7 @@ class _OrderedIter:
         self.env = env
         self.left = max_iter
 
-    def __iter__(self) -> "_OrderedIter":
+    def __iter__(self) -> _OrderedIter:
         return self
 
     def __next__(self) -> str:
@@ -467,6 +495,20 @@ def env(**kwargs: Any) -> raw_env:
     error, and the API must be used in order."""
     return raw_env(_terminate_illegal=True, **kwargs)
 
+
+def _register() -> None:
+    """Register ``dragons_egg_v0`` with PettingZoo's registry (PettingZoo >= 1.27), so that
+    ``pettingzoo.make("aec", "dragons_egg_v0")`` works once this module is imported."""
+    try:
+        from pettingzoo import aec_registry
+        from pettingzoo import register as pz_register
+    except ImportError:  # an older PettingZoo without a registry
+        return
+    if ENV_NAME not in aec_registry:
+        pz_register("aec", ENV_NAME, entry_point=f"{__name__}:env")
+
+
+_register()
 
 __all__ = ["env", "raw_env", "IllegalMoveError", "ActionOutOfBoundsError", "OrderError",
            "ENV_NAME"]

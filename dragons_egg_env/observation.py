@@ -6,21 +6,26 @@ the player to its left, and so on; slots beyond the table size are zero (padding
 are packed from Python ints in one go; a few scaled numbers follow.
 
 :func:`layout` returns the slices; ``docs/observation.md`` is generated from it
-(``python -m dragons_egg_env.docs``).
+(``python -m experiments.docs``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
 from . import engine as E
 from .actions import NUM_ACTIONS
 from .cards import NUM_CARDS
+from .config import MAX_ASKS, TABLE_SIZES
+from .engine import Phase
 
 _ACTION_BYTES = (NUM_ACTIONS + 7) // 8
+#: The phases an observation shows, in the order of its ``phase`` slots (``deal`` shows as
+#: ``done``: between rounds nobody acts).
+OBS_PHASES = (Phase.PLAY, Phase.COMPLETE, Phase.ASK, Phase.GIVE, Phase.DONE)
 
 
 @dataclass(frozen=True)
@@ -78,24 +83,29 @@ def _spec(m: int, state: bool) -> list[tuple[str, int, bool, str]]:
         ("dragon", m, True, "per relative seat: this round's Dragon (rounds 2+)"),
         ("tribute_payer", m, True, "per relative seat: last round's Egg holder, who pays tribute"),
         ("seat_present", m, True, "per relative seat: a player sits there"),
-        ("phase", 5, True, "one-hot phase: play, complete (an offer to the observer), ask, give, done"),
-        ("tribute_asked", NUM_CARDS, True, "cards the Dragon asked for (R31), to the two players only"),
-        ("tribute_taken", NUM_CARDS, True, "cards handed to the Dragon (R32), to the two players only"),
-        ("tribute_given", NUM_CARDS, True, "cards the Dragon gave back (R33), to the two players only"),
+        ("phase", len(OBS_PHASES), True,
+         "one-hot phase: play, complete (an offer to the observer), ask, give, done"),
+        ("tribute_asked", NUM_CARDS, True,
+         "cards the Dragon asked for (R31), to the two players only"),
+        ("tribute_taken", NUM_CARDS, True,
+         "cards handed to the Dragon (R32), to the two players only"),
+        ("tribute_given", NUM_CARDS, True,
+         "cards the Dragon gave back (R33), to the two players only"),
     ]
     if state:
         spec.append(("all_hands", m * NUM_CARDS, True,
                      "every seat's hand (absolute seats; state() only)"))
     spec += [
-        ("hand_size", m, False, "per relative seat: cards in hand / 45"),
+        ("hand_size", m, False, f"per relative seat: cards in hand / {NUM_CARDS}"),
         ("score", m, False, "per relative seat: match score so far / num_rounds (R28)"),
         ("round", 1, False, "round index / num_rounds"),
-        ("asks_left", 1, False, "tribute asks the Dragon has left / 44 (the two players only)"),
+        ("asks_left", 1, False,
+         f"tribute asks the Dragon has left / {MAX_ASKS} (the two players only)"),
     ]
     return spec
 
 
-@lru_cache(maxsize=None)
+@cache
 def layout(max_players: int, state: bool = False) -> Layout:
     """The layout for tables padded to ``max_players`` seats."""
     fields = []
@@ -130,7 +140,8 @@ class Encoder:
         self._present = ((1 << n) - 1) << lay.field("seat_present").start
 
     def encode(self, s: E.State, i: int) -> np.ndarray:
-        """Observation vector of seat ``i`` (``state=True`` encoders: the full state from seat 0)."""
+        """Observation vector of seat ``i`` (``state=True`` encoders: the full state from
+        seat 0)."""
         o = self._o
         n, m = self.n, self.m
         full = self.state
@@ -180,13 +191,13 @@ class Encoder:
         order = self._order[i]
         out[nb:] = ([_SIZE[hands[q].bit_count()] for q in order] + self._pad
                     + [sc[q] * inv for q in order] + self._pad
-                    + [s.round_idx * inv, s.asks_left / 44.0 if party else 0.0])
+                    + [s.round_idx * inv, s.asks_left / MAX_ASKS if party else 0.0])
         return out
 
 
 _SIZE = [k / NUM_CARDS for k in range(NUM_CARDS + 1)]  # scaled hand size of k cards
-# Phase slot of each engine phase: play, complete, ask, give, done (deal shows as done).
-_PHASE_SLOT = (0, 1, 2, 3, 4, 4)
+# Phase slot of each engine phase, indexed by the phase's value.
+_PHASE_SLOT = tuple(OBS_PHASES.index(Phase.DONE if ph == Phase.DEAL else ph) for ph in Phase)
 
 
 class _Offsets:
@@ -263,9 +274,6 @@ class ObsView:
         return tuple(p < 0 for p in self.out_place)
 
 
-_PHASES = ("play", "complete", "ask", "give", "done")
-
-
 def decode(obs: np.ndarray, max_players: int, num_rounds: int = 1) -> ObsView:
     """Decode an observation vector built for ``max_players`` seats (``num_rounds`` scales the
     scores back). Padding seats are dropped."""
@@ -291,15 +299,21 @@ def decode(obs: np.ndarray, max_players: int, num_rounds: int = 1) -> ObsView:
         last_player=_slot(g["last_player"][:n]),
         dragon=_slot(g["dragon"][:n]),
         tribute_payer=_slot(g["tribute_payer"][:n]),
-        phase=_PHASES[max(_slot(g["phase"]), 0)],
+        phase=OBS_PHASES[max(_slot(g["phase"]), 0)].label,
         tribute_asked=_bits_to_int(g["tribute_asked"]),
         tribute_taken=_bits_to_int(g["tribute_taken"]),
         tribute_given=_bits_to_int(g["tribute_given"]),
         hand_sizes=tuple(int(round(float(x) * NUM_CARDS)) for x in g["hand_size"][:n]),
         scores=tuple(float(x) * num_rounds for x in g["score"][:n]),
         round_fraction=float(g["round"][0]),
-        asks_left=int(round(float(g["asks_left"][0]) * 44)),
+        asks_left=int(round(float(g["asks_left"][0]) * MAX_ASKS)),
     )
+
+
+def players_for_size(size: int) -> int | None:
+    """The ``max_players`` whose observation has ``size`` values (``None``: no table's), e.g.
+    to read a trained policy's padding from its input size."""
+    return next((m for m in TABLE_SIZES if layout(m).size == size), None)
 
 
 def pad(obs: np.ndarray, from_players: int, to_players: int) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Image rendering of a table (``render_mode="rgb_array"``, :mod:`dragons_egg_env.gif`).
+"""Image rendering of a table (``render_mode="rgb_array"``, :mod:`experiments.gif`).
 
 :func:`render_rgb` draws the table as an RGB ``numpy.uint8`` array of shape ``(H, W, 3)`` with
 Pillow: the seats around a table (name, hand size, score and tags), the viewer's hand (or every
@@ -17,12 +17,15 @@ the same shape.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from . import engine as E
 from .cards import (
+    DECK_STYLES,
     EGG,
     NUM_CARDS,
     SUIT_NAMES,
@@ -34,6 +37,9 @@ from .cards import (
 from .render import seat_tags, visible_turn
 
 # -- colours ---------------------------------------------------------------------------------
+#: An RGB colour.
+RGB = tuple[int, ...]
+
 BG = (236, 232, 222)
 INK = (30, 30, 34)
 MUTED = (110, 110, 118)
@@ -130,11 +136,12 @@ class _Painter:
             size -= 1
         return size
 
-    def text(self, xy: tuple[float, float], text: str, size: int, fill=INK, anchor="la") -> None:
+    def text(self, xy: tuple[float, float], text: str, size: int, fill: RGB = INK,
+             anchor: str = "la") -> None:
         self.d.text(xy, text, font=self.font(size), fill=fill, anchor=anchor)
 
     def clipped(self, xy: tuple[float, float], text: str, size: int, max_w: float,
-                fill=INK, anchor="la") -> None:
+                fill: RGB = INK, anchor: str = "la") -> None:
         """Text shrunk to fit ``max_w`` (down to 8 px), then cut with "..." if still wider."""
         size = self.fit(text, size, max_w, min_size=8)
         if self.width(text, size) > max_w:
@@ -229,6 +236,30 @@ def _layout(s: E.State, viewer: int | None) -> dict[str, int]:
             "y_hands": y_hands, "y_footer": y_footer, "H": y_footer + FOOTER_H}
 
 
+@dataclass(frozen=True)
+class _View:
+    """One picture's drawing context: the painter, the state, who looks at it and what that
+    viewer may know (as :func:`dragons_egg_env.render.render_text`)."""
+
+    p: _Painter
+    s: E.State
+    names: Sequence[str]
+    #: The viewer's seat, or ``None`` for the spectator view.
+    seat: int | None
+    deck_style: str
+    #: Row count, cards per row and section tops (:func:`_layout`).
+    lay: dict[str, int]
+    #: The phase name and the acting seat as the viewer sees them (:func:`visible_turn`).
+    phase: str
+    acting: int
+    #: Whether the viewer knows who holds the Egg (R19).
+    egg_known: bool
+    #: Whether the viewer may see the tribute exchange (R34).
+    party: bool
+    #: The round shown, 1-based.
+    rnd: int
+
+
 def render_rgb(state: E.State, names: Sequence[str], viewer: int | str | None = None,
                deck_style: str = "dragon") -> np.ndarray:
     """The table as an RGB image, a ``numpy.uint8`` array of shape ``(H, W, 3)``.
@@ -242,122 +273,171 @@ def render_rgb(state: E.State, names: Sequence[str], viewer: int | str | None = 
     except ImportError:
         raise ImportError("drawing the table needs Pillow: pip install 'dragons-egg[render]' "
                           "(or pip install 'pillow>=10')") from None
-    if deck_style not in ("dragon", "tarokka"):
-        raise ValueError(f"deck_style must be 'dragon' or 'tarokka', got {deck_style!r}")
+    if deck_style not in DECK_STYLES:
+        raise ValueError(f"deck_style must be one of {', '.join(map(repr, DECK_STYLES))}, "
+                         f"got {deck_style!r}")
     s = state
     if len(names) != s.n:
         raise ValueError(f"names has {len(names)} entries; the table has {s.n} seats")
     seat = _resolve_viewer(viewer, names, s.n)
     lay = _layout(s, seat)
-    H = lay["H"]
-    img = Image.new("RGB", (W, H), BG)
-    p = _Painter(ImageFont, ImageDraw.Draw(img))
-    d = p.d
-
-    # -- what this viewer may know (as render.render_text) ---------------------------------
+    img = Image.new("RGB", (W, lay["H"]), BG)
     phase, acting = visible_turn(s, seat)
-    egg_known = seat is None or bool(s.egg_known >> seat & 1)
-    party = seat is None or seat in (s.dragon, s.victim)
+    v = _View(p=_Painter(ImageFont, ImageDraw.Draw(img)), s=s, names=names, seat=seat,
+              deck_style=deck_style, lay=lay, phase=phase, acting=acting,
+              egg_known=seat is None or bool(s.egg_known >> seat & 1),
+              party=seat is None or seat in (s.dragon, s.victim),
+              rnd=min(s.round_idx + 1, s.config.num_rounds))
+    _draw_header(v)
+    _draw_table(v)
+    _draw_pile(v)
+    _draw_hands(v)
+    _draw_footer(v)
+    return np.asarray(img, dtype=np.uint8).copy()
 
-    # -- header ----------------------------------------------------------------------------
-    rnd = min(s.round_idx + 1, s.config.num_rounds)
-    d.rectangle((0, 0, W, HEADER_H - 6), fill=(52, 40, 64))
-    p.text((MARGIN, (HEADER_H - 6) / 2), "Dragon's Egg", 20, fill=DRAGON_INK, anchor="lm")
-    info = f"round {rnd}/{s.config.num_rounds}   phase: {phase}"
-    if acting >= 0:
-        info += f"   to act: {names[acting]}"
-    p.text((MARGIN + 150, (HEADER_H - 6) / 2), info, 15, fill=(240, 236, 246), anchor="lm")
-    who = "spectator view" if seat is None else f"view of {names[seat]}"
-    p.text((W - MARGIN, (HEADER_H - 6) / 2), f"{who} · {deck_style} deck", 12,
-           fill=(200, 190, 214), anchor="rm")
 
-    # -- the table -------------------------------------------------------------------------
-    cx, cy = W / 2, lay["y_table"] + TABLE_H / 2
-    d.ellipse((cx - RX + 40, cy - RY + 24, cx + RX - 40, cy + RY - 24), fill=FELT,
-              outline=FELT_EDGE, width=6)
-    bottom = 0 if seat is None else seat
-    centre = [f"Round {rnd} of {s.config.num_rounds}"]
-    if phase == "ask":
-        centre.append(f"Tribute: the Dragon asks ({s.asks_left} ask"
-                      f"{'s' if s.asks_left != 1 else ''} left)" if party
-                      else "Tribute: the Dragon asks")
-    else:
-        centre.append({"play": "Play", "complete": "Completion offer (R12)",
-                       "give": "Tribute: the Dragon gives back", "deal": "Dealing",
-                       "done": "Match over"}[phase])
-    if phase in ("ask", "give"):
-        if party:  # R34: the exchange is private to the two players
-            def cards_of(mask: int) -> str:
-                return ", ".join(card_name(c, deck_style) for c in iter_cards(mask)) or "-"
-            centre.append(f"asked: {cards_of(s.asked)}")
-            centre.append(f"received: {cards_of(s.hits)}; given back: {cards_of(s.given)}")
-    elif s.phase == E.DONE:
-        best = max(s.scores)
-        top = [names[q] for q in range(s.n) if s.scores[q] == best]
-        centre.append(f"{'winner' if len(top) == 1 else 'winners'}: {', '.join(top)} "
-                      f"({best:+.2f})")
-    elif s.plays:
-        q, top_cards = s.plays[-1]
-        centre.append(f"top: {names[q]} - "
-                      + ", ".join(card_name(c, deck_style) for c in iter_cards(top_cards)))
-    else:
-        centre.append("the pile is empty")
+def _plural(count: int, word: str) -> str:
+    """``"1 card"``, ``"2 cards"``."""
+    return f"{count} {word}{'s' if count != 1 else ''}"
+
+
+def _cards_text(mask: int, deck_style: str) -> str:
+    """The cards of ``mask`` by name, comma-separated ("" for none)."""
+    return ", ".join(card_name(c, deck_style) for c in iter_cards(mask))
+
+
+# -- header ------------------------------------------------------------------------------
+def _draw_header(v: _View) -> None:
+    """The title bar: the round, the phase, who is to act and whose view this is."""
+    p, mid = v.p, (HEADER_H - 6) / 2
+    p.d.rectangle((0, 0, W, HEADER_H - 6), fill=(52, 40, 64))
+    p.text((MARGIN, mid), "Dragon's Egg", 20, fill=DRAGON_INK, anchor="lm")
+    info = f"round {v.rnd}/{v.s.config.num_rounds}   phase: {v.phase}"
+    if v.acting >= 0:
+        info += f"   to act: {v.names[v.acting]}"
+    p.text((MARGIN + 150, mid), info, 15, fill=(240, 236, 246), anchor="lm")
+    who = "spectator view" if v.seat is None else f"view of {v.names[v.seat]}"
+    p.text((W - MARGIN, mid), f"{who} · {v.deck_style} deck", 12, fill=(200, 190, 214),
+           anchor="rm")
+
+
+# -- the table -----------------------------------------------------------------------------
+def _draw_table(v: _View) -> None:
+    """The felt with the round's status in its middle, and the seats around it (the viewer's
+    seat at the bottom)."""
+    cx, cy = W / 2, v.lay["y_table"] + TABLE_H / 2
+    v.p.d.ellipse((cx - RX + 40, cy - RY + 24, cx + RX - 40, cy + RY - 24), fill=FELT,
+                  outline=FELT_EDGE, width=6)
+    centre = _centre_lines(v)
     y0 = cy - (len(centre) - 1) * 10
     for k, line in enumerate(centre):
-        p.clipped((cx, y0 + k * 20), line, 17 if k == 0 else 14, 400,
-                  fill=FELT_INK if k else (255, 236, 150), anchor="mm")
+        v.p.clipped((cx, y0 + k * 20), line, 17 if k == 0 else 14, 400,
+                    fill=FELT_INK if k else (255, 236, 150), anchor="mm")
+    bottom = 0 if v.seat is None else v.seat
+    n = v.s.n
+    for q in range(n):
+        theta = 2 * math.pi * ((q - bottom) % n) / n
+        _draw_seat(v, q, cx - RX * math.sin(theta), cy + RY * math.cos(theta))
 
-    for q in range(s.n):
-        theta = 2 * math.pi * ((q - bottom) % s.n) / s.n
-        sx = cx - RX * math.sin(theta)
-        sy = cy + RY * math.cos(theta)
-        x0, y0b = sx - SEAT_W / 2, sy - SEAT_H / 2
-        is_acting = q == acting
-        d.rounded_rectangle((x0, y0b, x0 + SEAT_W, y0b + SEAT_H), radius=8, fill=SEAT_BG,
-                            outline=ACT_EDGE if is_acting else SEAT_EDGE,
-                            width=4 if is_acting else 2)
-        label = names[q] + ("  (you)" if q == seat else "")
-        p.clipped((x0 + 10, y0b + 8), label, 15, SEAT_W - 20)
-        size = s.hands[q].bit_count()
-        p.text((x0 + 10, y0b + 28), f"{size} card{'s' if size != 1 else ''}", 12, fill=MUTED)
-        p.text((x0 + SEAT_W - 10, y0b + 28), f"score {s.scores[q]:+.2f}", 12, fill=MUTED,
-               anchor="ra")
-        tx, ty = x0 + 8, y0b + 48
-        for tag in seat_tags(s, q, egg_known) + (["to act"] if q == acting else []):
-            colour = TAG_COLOURS["out" if tag.startswith("out #") else tag]
-            w = p.width(tag, 11) + 12
-            if tx + w > x0 + SEAT_W - 6:
-                tx, ty = x0 + 8, ty + 18
-            tx += p.pill(tx, ty, tag, colour) + 4
 
-    # -- the pile, oldest first ------------------------------------------------------------
-    y = lay["y_pile"]
-    d.rounded_rectangle((MARGIN / 2, y, W - MARGIN / 2, lay["y_hands"] - 8), radius=8,
-                        fill=PANEL_BG, outline=PANEL_EDGE)
-    count = len(s.plays)
-    title = "Pile (oldest to newest)" + (f": {count} play{'s' if count != 1 else ''}"
-                                         if count else ": empty")
-    p.text((MARGIN, y + 6), title, 13)
-    groups = [(q, list(iter_cards(c))) for q, c in s.plays]
+_PHASE_TITLES = {"play": "Play", "complete": "Completion offer (R12)",
+                 "give": "Tribute: the Dragon gives back", "deal": "Dealing",
+                 "done": "Match over"}
 
-    def flow(gs: list[tuple[int, list[int]]], lead: float) -> list[list[tuple[int, list[int],
-                                                                                  float]]]:
-        rows: list[list[tuple[int, list[int], float]]] = [[]]
-        x = MARGIN + lead
-        for q, cs in gs:
-            w = max(len(cs) * (CARD_W + CARD_GAP) - CARD_GAP, p.width(names[q], 11))
-            if x + w > W - MARGIN and rows[-1]:
-                rows.append([])
-                x = MARGIN
-            rows[-1].append((q, cs, w))
-            x += w + PILE_GAP
-        return rows
 
+def _centre_lines(v: _View) -> list[str]:
+    """The text in the middle of the table: the round, the phase, then the tribute exchange
+    (for its two players only), the winners, the top of the pile or an empty pile."""
+    s, phase = v.s, v.phase
+    lines = [f"Round {v.rnd} of {s.config.num_rounds}"]
+    if phase == "ask":
+        lines.append(f"Tribute: the Dragon asks ({_plural(s.asks_left, 'ask')} left)"
+                     if v.party else "Tribute: the Dragon asks")
+    else:
+        lines.append(_PHASE_TITLES[phase])
+    if phase in ("ask", "give"):
+        if v.party:  # R34: the exchange is private to the two players
+            asked, hits, given = (_cards_text(m, v.deck_style) or "-"
+                                  for m in (s.asked, s.hits, s.given))
+            lines.append(f"asked: {asked}")
+            lines.append(f"received: {hits}; given back: {given}")
+    elif s.phase == E.DONE:
+        best = max(s.scores)
+        top = [v.names[q] for q in range(s.n) if s.scores[q] == best]
+        lines.append(f"{'winner' if len(top) == 1 else 'winners'}: {', '.join(top)} "
+                     f"({best:+.2f})")
+    elif s.plays:
+        q, top_cards = s.plays[-1]
+        lines.append(f"top: {v.names[q]} - " + _cards_text(top_cards, v.deck_style))
+    else:
+        lines.append("the pile is empty")
+    return lines
+
+
+def _draw_seat(v: _View, q: int, sx: float, sy: float) -> None:
+    """Seat ``q``'s box centred at (sx, sy): name, hand size, score and tags."""
+    p, s = v.p, v.s
+    x0, y0 = sx - SEAT_W / 2, sy - SEAT_H / 2
+    is_acting = q == v.acting
+    p.d.rounded_rectangle((x0, y0, x0 + SEAT_W, y0 + SEAT_H), radius=8, fill=SEAT_BG,
+                          outline=ACT_EDGE if is_acting else SEAT_EDGE,
+                          width=4 if is_acting else 2)
+    p.clipped((x0 + 10, y0 + 8), v.names[q] + ("  (you)" if q == v.seat else ""), 15,
+              SEAT_W - 20)
+    p.text((x0 + 10, y0 + 28), _plural(s.hands[q].bit_count(), "card"), 12, fill=MUTED)
+    p.text((x0 + SEAT_W - 10, y0 + 28), f"score {s.scores[q]:+.2f}", 12, fill=MUTED,
+           anchor="ra")
+    tx, ty = x0 + 8, y0 + 48
+    for tag in seat_tags(s, q, v.egg_known) + (["to act"] if is_acting else []):
+        colour = TAG_COLOURS["out" if tag.startswith("out #") else tag]
+        w = p.width(tag, 11) + 12
+        if tx + w > x0 + SEAT_W - 6:  # wrap onto the next line of tags
+            tx, ty = x0 + 8, ty + 18
+        tx += p.pill(tx, ty, tag, colour) + 4
+
+
+# -- the pile, oldest first ------------------------------------------------------------------
+#: One play laid out on the pile: (seat, its cards, the width it takes).
+_PileItem = tuple[int, list[int], float]
+
+
+def _flow_pile(v: _View, plays: list[tuple[int, list[int]]],
+               lead: float) -> list[list[_PileItem]]:
+    """``plays`` laid out left to right in rows of the pile panel, the first row starting
+    ``lead`` pixels in."""
+    rows: list[list[_PileItem]] = [[]]
+    x = MARGIN + lead
+    for q, cs in plays:
+        w = max(len(cs) * (CARD_W + CARD_GAP) - CARD_GAP, v.p.width(v.names[q], 11))
+        if x + w > W - MARGIN and rows[-1]:
+            rows.append([])
+            x = MARGIN
+        rows[-1].append((q, cs, w))
+        x += w + PILE_GAP
+    return rows
+
+
+def _pile_rows(v: _View) -> tuple[list[list[_PileItem]], int]:
+    """The rows of plays that fit the panel and how many of the oldest plays are left out
+    (they show as a count)."""
+    plays = [(q, list(iter_cards(c))) for q, c in v.s.plays]
     skipped = 0
-    rows = flow(groups, 0)
+    rows = _flow_pile(v, plays, 0)
     while len(rows) > PILE_ROWS:  # show the newest plays, with a count of the hidden ones
         skipped += 1
-        rows = flow(groups[skipped:], 96)
+        rows = _flow_pile(v, plays[skipped:], 96)
+    return rows, skipped
+
+
+def _draw_pile(v: _View) -> None:
+    """The pile panel: every play on the pile, oldest first, each with its player's name."""
+    p, y = v.p, v.lay["y_pile"]
+    p.d.rounded_rectangle((MARGIN / 2, y, W - MARGIN / 2, v.lay["y_hands"] - 8), radius=8,
+                          fill=PANEL_BG, outline=PANEL_EDGE)
+    count = len(v.s.plays)
+    p.text((MARGIN, y + 6), "Pile (oldest to newest)"
+           + (f": {_plural(count, 'play')}" if count else ": empty"), 13)
+    rows, skipped = _pile_rows(v)
     for r, row in enumerate(rows):
         x = MARGIN
         ry = y + SECTION_TITLE_H + r * PILE_ROW_H
@@ -366,54 +446,71 @@ def render_rgb(state: E.State, names: Sequence[str], viewer: int | str | None = 
             x += 96
         for k, (q, cs, w) in enumerate(row):
             for j, c in enumerate(cs):
-                p.card(x + j * (CARD_W + CARD_GAP), ry, c, deck_style)
-            p.text((x, ry + CARD_H + 3), names[q], 11, fill=INK if r == len(rows) - 1
-                   and k == len(row) - 1 else MUTED)
-            x += w + PILE_GAP
+                p.card(x + j * (CARD_W + CARD_GAP), ry, c, v.deck_style)
             last = r == len(rows) - 1 and k == len(row) - 1
+            p.text((x, ry + CARD_H + 3), v.names[q], 11, fill=INK if last else MUTED)
+            x += w + PILE_GAP
             if not last:
                 p.text((x - PILE_GAP / 2, ry + CARD_H / 2), ">", 13, fill=MUTED, anchor="mm")
 
-    # -- hands -----------------------------------------------------------------------------
-    y = lay["y_hands"]
-    per, nrows = lay["per"], lay["rows"]
 
-    def hand_rows(x: float, top: float, hand: int) -> None:
-        cards = list(iter_cards(hand))
-        cap = per * nrows
-        if len(cards) > cap:  # cannot happen within the rules; keep the shape anyway
-            cards = cards[:cap - 1]
-        for k, c in enumerate(cards):
-            r, i = divmod(k, per)
-            p.card(x + i * (CARD_W + CARD_GAP), top + r * (CARD_H + CARD_GAP), c, deck_style)
-        if not cards:
-            p.text((x, top + CARD_H / 2), "(no cards)", 12, fill=MUTED, anchor="lm")
+# -- hands -----------------------------------------------------------------------------------
+def _draw_hands(v: _View) -> None:
+    """Every hand, one per row, in the spectator view; the viewer's own hand otherwise."""
+    p, y, s = v.p, v.lay["y_hands"], v.s
+    if v.seat is not None:
+        p.text((MARGIN, y + 4), f"Hand of {v.names[v.seat]} "
+               f"({_plural(s.hands[v.seat].bit_count(), 'card')})", 13)
+        _draw_hand_cards(v, MARGIN, y + SECTION_TITLE_H, s.hands[v.seat])
+        return
+    p.text((MARGIN, y + 4), "Hands", 13)
+    top = y + SECTION_TITLE_H
+    row_h = v.lay["rows"] * (CARD_H + CARD_GAP) + 8
+    for q in range(s.n):
+        if q:
+            p.d.line((MARGIN, top - 5, W - MARGIN, top - 5), fill=PANEL_EDGE, width=1)
+        p.clipped((MARGIN, top + 6), v.names[q], 13, LABEL_W - 10,
+                  fill=ACT_EDGE if q == v.acting else INK)
+        p.text((MARGIN, top + 24), _plural(s.hands[q].bit_count(), "card"), 11, fill=MUTED)
+        _draw_hand_cards(v, MARGIN + LABEL_W, top, s.hands[q])
+        top += row_h
 
-    if seat is None:
-        p.text((MARGIN, y + 4), "Hands", 13)
-        top = y + SECTION_TITLE_H
-        row_h = nrows * (CARD_H + CARD_GAP) + 8
-        for q in range(s.n):
-            if q:
-                d.line((MARGIN, top - 5, W - MARGIN, top - 5), fill=PANEL_EDGE, width=1)
-            p.clipped((MARGIN, top + 6), names[q], 13, LABEL_W - 10,
-                      fill=ACT_EDGE if q == acting else INK)
-            n_c = s.hands[q].bit_count()
-            p.text((MARGIN, top + 24), f"{n_c} card{'s' if n_c != 1 else ''}", 11, fill=MUTED)
-            hand_rows(MARGIN + LABEL_W, top, s.hands[q])
-            top += row_h
-    else:
-        n_c = s.hands[seat].bit_count()
-        p.text((MARGIN, y + 4), f"Hand of {names[seat]} ({n_c} card{'s' if n_c != 1 else ''})",
-               13)
-        hand_rows(MARGIN, y + SECTION_TITLE_H, s.hands[seat])
 
-    # -- footer: legend and the last round -------------------------------------------------
-    y = lay["y_footer"]
-    d.line((MARGIN, y, W - MARGIN, y), fill=PANEL_EDGE, width=1)
+def _draw_hand_cards(v: _View, x: float, top: float, hand: int) -> None:
+    """The cards of ``hand`` in rows of ``lay["per"]`` from (x, top), or "(no cards)"."""
+    per = v.lay["per"]
+    cards = list(iter_cards(hand))
+    cap = per * v.lay["rows"]
+    if len(cards) > cap:  # cannot happen within the rules; keep the shape anyway
+        cards = cards[:cap - 1]
+    for k, c in enumerate(cards):
+        r, i = divmod(k, per)
+        v.p.card(x + i * (CARD_W + CARD_GAP), top + r * (CARD_H + CARD_GAP), c, v.deck_style)
+    if not cards:
+        v.p.text((x, top + CARD_H / 2), "(no cards)", 12, fill=MUTED, anchor="lm")
+
+
+# -- footer: legend and the last round -------------------------------------------------------
+def _draw_footer(v: _View) -> None:
+    """A rule, the colour legend and the result of the last round played."""
+    p, y, s = v.p, v.lay["y_footer"], v.s
+    p.d.line((MARGIN, y, W - MARGIN, y), fill=PANEL_EDGE, width=1)
+    _draw_legend(v, y)
+    if s.results:
+        last = s.results[-1]
+        text = (f"last round ({last.round + 1}): "
+                + " > ".join(v.names[q] for q in last.order)
+                + ("  (deadlock)" if last.deadlock else "")
+                + f"   - Dragon {v.names[last.dragon]}, Egg {v.names[last.egg]}")
+        p.clipped((MARGIN, y + 38), text, 12, W - 2 * MARGIN, fill=MUTED, anchor="lm")
+
+
+def _draw_legend(v: _View, y: float) -> None:
+    """One swatch and label per suit, then the dragon cards and the Egg."""
+    p, d = v.p, v.p.d
     x = MARGIN
     for k, colour in enumerate(SUIT_COLOURS):
-        label = SUIT_NAMES[k] if deck_style == "dragon" \
+        label = SUIT_NAMES[k] if v.deck_style == "dragon" \
             else f"{TAROKKA_SUITS[k]} ({SUIT_NAMES[k]})"
         d.rounded_rectangle((x, y + 9, x + 14, y + 23), radius=3, fill=colour)
         p.text((x + 19, y + 16), label, 11, anchor="lm")
@@ -424,16 +521,7 @@ def render_rgb(state: E.State, names: Sequence[str], viewer: int | str | None = 
     x += 19 + p.width("dragon card", 11) + 16
     d.rounded_rectangle((x, y + 9, x + 14, y + 23), radius=3, fill=EGG_SHELL, outline=EGG_EDGE,
                         width=2)
-    p.text((x + 19, y + 16), card_name(EGG, deck_style).title(), 11, anchor="lm")
-    if s.results:
-        last = s.results[-1]
-        text = (f"last round ({last.round + 1}): "
-                + " > ".join(names[q] for q in last.order)
-                + ("  (deadlock)" if last.deadlock else "")
-                + f"   - Dragon {names[last.dragon]}, Egg {names[last.egg]}")
-        p.clipped((MARGIN, y + 38), text, 12, W - 2 * MARGIN, fill=MUTED, anchor="lm")
-
-    return np.asarray(img, dtype=np.uint8).copy()
+    p.text((x + 19, y + 16), card_name(EGG, v.deck_style).title(), 11, anchor="lm")
 
 
 __all__ = ["render_rgb", "image_size", "SUIT_COLOURS"]

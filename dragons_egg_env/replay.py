@@ -9,8 +9,9 @@ the step.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from . import engine as E
 from .actions import describe
@@ -87,9 +88,10 @@ def iter_replay(data: dict[str, Any], env_fn: Callable[..., raw_env] = raw_env
             raise ReplayError(f"step {k}: action {action} ({what}) by {agent} is not legal "
                               f"(legal: {names})")
         env.step(action)
-    if len(env._deals) < len(data["deals"]):  # noqa: SLF001 - same package
+    played = len(env.deals)
+    if played < len(data["deals"]):
         raise ReplayError(f"replay holds {len(data['deals'])} deals but the actions play only "
-                          f"{len(env._deals)} rounds")
+                          f"{played} rounds")
     yield len(actions), env
 
 
@@ -98,11 +100,11 @@ def replay(data: dict[str, Any] | str | Path,
     """Play a replay (a dict or a path) to its end and return the environment."""
     if not isinstance(data, dict):
         data = load_replay(data)
-    env = None
+    last = None
     for _, env in iter_replay(data, env_fn):
-        pass
-    assert env is not None
-    return env
+        last = env
+    assert last is not None
+    return last
 
 
 __all__ = ["ReplayError", "load_replay", "iter_replay", "replay"]

@@ -8,34 +8,57 @@ learner's own reward earned since its previous move, including round-end rewards
 other players' turns; the match's last reward (the loser's -1 included) arrives with the step
 that ends the episode.
 
-Opponents in the pool may be agent specs (``"heuristic"``, ``"ppo:path=snap.zip"``: picklable,
-so the pool travels to ``SubprocVecEnv`` workers), :class:`agents.base.Agent` instances, or any
-callable ``(observation, action_mask) -> action``. The learner's seat and the table size are
-drawn per episode from the given sets, from the episode seed.
+Opponents in the pool may be:
+
+- factories: any object with a ``make(seed) -> agent`` method, called once per episode and
+  seat with a seed drawn from the episode seed, so every episode gets fresh, seeded opponents
+  (``agents.AgentSpec("heuristic")`` or ``AgentSpec("ppo:path=snap.zip")`` make agents from a
+  spec string; they are picklable, so the pool travels to ``SubprocVecEnv`` workers);
+- agent objects (with ``start_match``, ``act`` and ``end_round``, as :class:`agents.base.Agent`
+  has), reused as they are;
+- any callable ``(observation, action_mask) -> action``.
+
+This package resolves no spec strings (it imports nothing from ``agents``): a plain string in
+the pool is a ``TypeError`` that says to wrap it in ``agents.AgentSpec``. There is no default
+pool: ``opponents`` is required. The learner's seat and the table size are drawn per episode
+from the given sets, from the episode seed.
 
 The env has ``action_masks()`` (so MaskablePPO needs no extra wrapper), is seeded by
-``reset(seed)``, passes Gymnasium's and SB3's env checkers, and is registered as
-``dragons_egg/SingleAgent-v0``.
+``reset(seed)`` and passes Gymnasium's and SB3's env checkers. Importing this module registers
+it with Gymnasium as ``dragons_egg/SingleAgent-v0``; after a plain install,
+``gymnasium.make("dragons_egg_env.wrappers:dragons_egg/SingleAgent-v0", opponents=[...])``
+imports the module first and works in a fresh interpreter.
 """
 
 from __future__ import annotations
 
 import random
-from typing import Any, Callable, Sequence, Union
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, Union, runtime_checkable
 
 import gymnasium
 import numpy as np
 from gymnasium import spaces
 
 from .actions import NUM_ACTIONS
-from .config import RulesConfig
+from .config import MAX_PLAYERS, RulesConfig
 from .dragons_egg_v0 import raw_env
 from .observation import layout
 
 GYM_ID = "dragons_egg/SingleAgent-v0"
 
 Policy = Callable[[np.ndarray, np.ndarray], int]
-Opponent = Union[str, Policy, Any]
+
+
+@runtime_checkable
+class OpponentFactory(Protocol):
+    """Makes a fresh opponent for one episode and seat (see the module docstring)."""
+
+    def make(self, seed: int) -> Any:
+        """An agent object (``start_match``, ``act``, ``end_round``), seeded with ``seed``."""
+
+
+Opponent = Union[OpponentFactory, Policy, Any]
 
 
 class _CallableAgent:
@@ -58,7 +81,8 @@ class SingleAgentEnv(gymnasium.Env):
     """One learner against a pool of opponents (see the module docstring).
 
     Args:
-        opponents: the pool; each seat draws one per episode (uniformly, or by ``weights``).
+        opponents: the pool (required); each seat draws one per episode (uniformly, or by
+            ``weights``): factories, agent objects or callables (module docstring).
         table_sizes: table sizes to draw from per episode (2..8).
         seats: learner seats to draw from (default: every seat); seats that do not exist at a
             drawn table size are skipped.
@@ -72,7 +96,7 @@ class SingleAgentEnv(gymnasium.Env):
 
     metadata = {"render_modes": ["ansi"], "render_fps": 2}
 
-    def __init__(self, opponents: Sequence[Opponent] = ("heuristic",),
+    def __init__(self, opponents: Sequence[Opponent],
                  table_sizes: Sequence[int] = (4,), seats: Sequence[int] | None = None,
                  num_rounds: int = 3, max_players: int | None = None,
                  weights: Sequence[float] | None = None, illegal_action: str = "terminate",
@@ -85,8 +109,9 @@ class SingleAgentEnv(gymnasium.Env):
             RulesConfig.from_kwargs({**rule_flags, "num_players": n, "num_rounds": num_rounds})
         self.table_sizes = sizes
         self.max_players = max_players or max(sizes)
-        if self.max_players < max(sizes) or self.max_players > 8:
-            raise ValueError(f"max_players must be in {max(sizes)}..8, got {self.max_players}")
+        if self.max_players < max(sizes) or self.max_players > MAX_PLAYERS:
+            raise ValueError(f"max_players must be in {max(sizes)}..{MAX_PLAYERS}, "
+                             f"got {self.max_players}")
         self.seats = tuple(seats) if seats is not None else tuple(range(max(sizes)))
         if not self.seats or any(not 0 <= s < max(sizes) for s in self.seats):
             raise ValueError(f"seats must be within 0..{max(sizes) - 1}, got {self.seats}")
@@ -116,17 +141,18 @@ class SingleAgentEnv(gymnasium.Env):
     def set_pool(self, opponents: Sequence[Opponent], weights: Sequence[float] | None = None
                  ) -> None:
         """Replace the opponent pool (takes effect at the next episode)."""
-        from agents import parse_spec
-
+        if isinstance(opponents, (str, bytes)):
+            raise TypeError(f"opponents is a sequence of opponents, got the string {opponents!r}")
         pool = list(opponents)
         if not pool:
             raise ValueError("the opponent pool is empty")
         for opp in pool:
             if isinstance(opp, str):
-                parse_spec(opp)
-            elif not (callable(opp) or hasattr(opp, "act")):
-                raise TypeError(f"an opponent is an agent spec, an Agent or a callable; "
-                                f"got {opp!r}")
+                raise TypeError(f"opponent {opp!r} is a spec string, which this package does not "
+                                f"resolve: pass agents.AgentSpec({opp!r})")
+            if not (isinstance(opp, OpponentFactory) or hasattr(opp, "act") or callable(opp)):
+                raise TypeError(f"an opponent is a factory with make(seed), an agent with act() "
+                                f"or a callable (observation, mask) -> action; got {opp!r}")
         if weights is not None:
             weights = [float(w) for w in weights]
             if len(weights) != len(pool) or any(w < 0 for w in weights) or not sum(weights):
@@ -149,10 +175,8 @@ class SingleAgentEnv(gymnasium.Env):
 
     def _draw_opponent(self, rng: random.Random, seed: int) -> Any:
         opp = rng.choices(self.pool, weights=self.weights)[0]
-        if isinstance(opp, str):
-            from agents import make_agent  # agents import this package: import when used
-
-            return make_agent(opp, seed=seed)
+        if isinstance(opp, OpponentFactory):
+            return opp.make(seed)
         if hasattr(opp, "act"):
             return opp
         return _CallableAgent(opp)
@@ -251,10 +275,7 @@ class SingleAgentEnv(gymnasium.Env):
                 "action_mask": self._mask.copy()}
 
 
-def register() -> None:
-    """Register :class:`SingleAgentEnv` with Gymnasium as ``dragons_egg/SingleAgent-v0``."""
-    if GYM_ID not in gymnasium.registry:
-        gymnasium.register(id=GYM_ID, entry_point="dragons_egg_env.wrappers:SingleAgentEnv")
+if GYM_ID not in gymnasium.registry:
+    gymnasium.register(id=GYM_ID, entry_point=f"{__name__}:SingleAgentEnv")
 
-
-__all__ = ["SingleAgentEnv", "GYM_ID", "register"]
+__all__ = ["SingleAgentEnv", "OpponentFactory", "Policy", "GYM_ID"]

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 from dragons_egg_env.replay import ReplayError
 
-from . import tournament
+from . import bench, gif, tournament
 from .play import add_play_arguments, check_play_args, play_game, replay_game, stdin_reader
 
 
@@ -29,10 +30,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--view", default="all",
                    help="'all' (every hand) or an agent such as player_0 (its view)")
     r.add_argument("--all", action="store_true", help="print every step without pausing")
-    g = sub.add_parser("gif", help="turn a replay into an animated GIF (or PNG frames)")
-    g.add_argument("rest", nargs=argparse.REMAINDER, help="see dragons-egg gif -- --help")
-    b = sub.add_parser("bench", help="speed benchmark against peers")
-    b.add_argument("rest", nargs=argparse.REMAINDER, help="see dragons-egg bench -- --help")
+    g = sub.add_parser("gif", help="turn a replay into an animated GIF (or PNG frames)",
+                       description=gif.DESCRIPTION)
+    gif.add_arguments(g)
+    b = sub.add_parser("bench", help="speed benchmark against peers",
+                       description=bench.DESCRIPTION)
+    bench.add_arguments(b)
     return parser
 
 
@@ -52,13 +55,9 @@ def main(argv: list[str] | None = None, read: Callable[[str], str] = stdin_reade
         except ReplayError as exc:
             parser.exit(2, f"dragons-egg replay: error: {exc}\n")
     if args.command == "gif":
-        from dragons_egg_env import gif
-
-        return gif.main([a for a in args.rest if a != "--"])
+        return gif.run_from_args(args)
     if args.command == "bench":
-        from dragons_egg_env import bench
-
-        return bench.main([a for a in args.rest if a != "--"]) or 0
+        return bench.run_from_args(args, parser) or 0
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover
     return 2
 

@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from agents.ppo import SHIPPED
-from dragons_egg_env.cli_args import int_range
+from experiments.cli_args import int_range
 from experiments.tournament import TournamentConfig, markdown_report, run_tournament
 from experiments.train_ppo import TrainConfig, train
 

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import TextIO
 
 from agents import AgentSpecError, make_agent, parse_spec
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, PASS, describe
-from dragons_egg_env.cli_args import int_range, rule_flag
-from dragons_egg_env.cards import CARD_CODES, card_index, card_name, codes, iter_cards
+from dragons_egg_env.cards import CARD_CODES, EGG, card_index, card_name, codes, iter_cards
 from dragons_egg_env.config import ConfigError, RulesConfig
 from dragons_egg_env.dragons_egg_v0 import raw_env
 from dragons_egg_env.replay import ReplayError, iter_replay, load_replay
+from experiments.cli_args import int_range, rule_flag, table_size
 
 HELP = ("Type the number of a move, a card code to ask for or give (e.g. 1F, BEAST), 'pass', "
         "'h' for this help, or 'q' to quit (the match is saved as a replay).")
@@ -55,7 +56,7 @@ def _parse_choice(text: str, legal: list[int]) -> int | str:
         return f"I did not understand {t!r}. {HELP}"
     for base in (ASK_BASE, GIVE_BASE):
         a = base + card
-        if card < 44 or base == GIVE_BASE:
+        if card != EGG or base == GIVE_BASE:  # R31: the Egg is never asked for
             if a in legal:
                 return a
     return f"{CARD_CODES[card]} is not a legal ask or give now."
@@ -205,7 +206,7 @@ def add_play_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seat", type=int_range(0), default=0, help="your seat (default 0)")
     p.add_argument("--bots", nargs="*", default=["heuristic"],
                    help="bot specs for the other seats, used in turn (default heuristic)")
-    p.add_argument("--players", type=int_range(2, 8), default=4)
+    p.add_argument("--players", type=table_size, default=4)
     p.add_argument("--rounds", type=int_range(1), default=3)
     p.add_argument("--seed", type=int_range(0), default=0)
     p.add_argument("--rule", type=rule_flag, action="append", default=[], metavar="FLAG=VALUE")

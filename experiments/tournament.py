@@ -30,18 +30,19 @@ import os
 import random
 import sys
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from agents import AgentSpecError, make_agent, parse_spec
 from agents.runner import play_match
 from dragons_egg_env import engine as E
-from dragons_egg_env.cards import codes
-from dragons_egg_env.cli_args import int_range, rule_flag
+from dragons_egg_env.cards import NUM_CARDS, codes
 from dragons_egg_env.config import ConfigError, RulesConfig
+from experiments.cli_args import int_range, rule_flag, table_size
 
 
 @dataclass
@@ -106,7 +107,7 @@ def deal_sequence(config: RulesConfig, seed: int) -> list[list[int]]:
     first = rng.randrange(n)
     deals = []
     for r in range(config.num_rounds):
-        deck = list(range(45))
+        deck = list(range(NUM_CARDS))
         rng.shuffle(deck)
         deals.append(E.deal_from_deck(deck, n, (first + r) % n))
     return deals
@@ -158,7 +159,8 @@ def run_matches(tc: TournamentConfig, progress: bool = True) -> list[dict[str, A
 
         ctx = mp.get_context("spawn" if sys.platform == "darwin" else "fork")
         with ctx.Pool(tc.workers) as pool:
-            for res in pool.imap_unordered(_play_task, tasks, chunksize=max(1, len(tasks) // (tc.workers * 20))):
+            chunk = max(1, len(tasks) // (tc.workers * 20))
+            for res in pool.imap_unordered(_play_task, tasks, chunksize=chunk):
                 results.append(res)
                 if bar:
                     bar.update()
@@ -440,7 +442,7 @@ def run_tournament(tc: TournamentConfig, progress: bool = True) -> dict[str, Any
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("agents", nargs="+", help="agent specs, e.g. heuristic ismcts:iterations=200")
-    p.add_argument("--players", type=int_range(2, 8), default=4, help="table size 2..8")
+    p.add_argument("--players", type=table_size, default=4, help="table size 2..8")
     p.add_argument("--matches", type=int_range(1), default=200,
                    help="matches to play (rounded up to whole rotations)")
     p.add_argument("--rounds", type=int_range(1), default=3, help="rounds per match")

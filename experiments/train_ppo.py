@@ -26,12 +26,16 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import functools
 import json
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
+
+from dragons_egg_env.config import parse_bool
 
 DEFAULT_OPPONENTS = ["heuristic", "greedy", "random"]
 
@@ -175,11 +179,11 @@ def _parse_value(f: dataclasses.Field, text: str) -> Any:
             raise argparse.ArgumentTypeError(f"--{f.name} expects a JSON object")
         return value
     if t == "bool":
-        if text.lower() in ("1", "true", "yes"):
-            return True
-        if text.lower() in ("0", "false", "no"):
-            return False
-        raise argparse.ArgumentTypeError(f"--{f.name} expects true or false, got {text!r}")
+        try:
+            return parse_bool(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--{f.name} expects true or false, "
+                                             f"got {text!r}") from None
     for typ in (int, float):
         if t == typ.__name__:
             try:
@@ -221,23 +225,31 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 # ---------------------------------------------------------------------------------------
 # Training.
 
-def make_env_fn(cfg: TrainConfig, rank: int):
-    def make():
+def make_env_fn(cfg: TrainConfig, rank: int) -> Callable[[], Any]:
+    """A factory of one training env (``rank``: its index in the VecEnv): the learner's seat of
+    :class:`dragons_egg_env.wrappers.SingleAgentEnv`, in SB3's ``Monitor``."""
+    def make() -> Any:
         from stable_baselines3.common.monitor import Monitor
 
+        from agents import AgentSpec
         from dragons_egg_env.wrappers import SingleAgentEnv
 
-        env = SingleAgentEnv(opponents=cfg.opponents, table_sizes=cfg.table_sizes,
+        env = SingleAgentEnv(opponents=[AgentSpec(s) for s in cfg.opponents],
+                             table_sizes=cfg.table_sizes,
                              num_rounds=cfg.num_rounds, max_players=cfg.max_players,
                              **cfg.rules)
         return Monitor(env)
     return make
 
 
-def _pool(cfg: TrainConfig, snapshots: Sequence[str]) -> tuple[list[str], list[float]]:
+def _pool(cfg: TrainConfig, snapshots: Sequence[str]) -> tuple[list[Any], list[float]]:
+    """The opponent pool (agent factories) and its weights: the configured opponents, then
+    the self-play snapshots."""
+    from agents import AgentSpec
+
     specs = list(cfg.opponents) + [f"ppo:path={p}" for p in snapshots]
     weights = [1.0] * len(cfg.opponents) + [cfg.snapshot_weight] * len(snapshots)
-    return specs, weights
+    return [AgentSpec(s) for s in specs], weights
 
 
 def evaluate(model_path: Path, cfg: TrainConfig, seed: int) -> dict[str, Any]:
@@ -274,116 +286,178 @@ def _checkpoint_meta(path: Path) -> dict[str, Any]:
         raise ValueError(f"checkpoint metadata {meta} is corrupt: {exc}") from None
 
 
-def train(cfg: TrainConfig, resume: str | None = None) -> Path:
-    """Run (or resume) training; returns the path of the final checkpoint."""
-    import torch
-    from sb3_contrib import MaskablePPO
-    from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.logger import configure
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+class SelfPlayCallback:
+    """The periodic work of a training run, as a stable-baselines3 callback: every
+    ``snapshot_every`` steps a frozen snapshot of the learner joins the opponent pool (the newest
+    ``max_snapshots`` stay), every ``eval_every`` steps an evaluation, every
+    ``checkpoint_every`` steps a checkpoint.
 
-    from agents.ppo import CheckpointError, load_policy
+    Its state is held here: the pool's ``snapshots`` (paths), the evaluation ``history``, the
+    next step ``marks`` of each task and the ``start`` time. :meth:`create` makes one that
+    ``model.learn`` accepts (SB3's ``BaseCallback`` is mixed in there, so that importing this
+    module needs neither SB3 nor torch); :meth:`run_eval` and :meth:`save_checkpoint` also
+    serve after training.
+    """
 
-    cfg.validate()
-    torch.set_num_threads(cfg.torch_threads)
-    run = cfg.run_dir
-    (run / "checkpoints").mkdir(parents=True, exist_ok=True)
-    (run / "snapshots").mkdir(exist_ok=True)
-    (run / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
+    def __init__(self, cfg: TrainConfig, model: Any, snapshots: list[str],
+                 history: list[dict[str, Any]]) -> None:
+        super().__init__()  # BaseCallback's, where create() mixed it in
+        self.cfg = cfg
+        self.run_dir = cfg.run_dir
+        self.model = model  # init_callback sets the same model again
+        self.snapshots = snapshots
+        self.history = history
+        now = model.num_timesteps
+        self.marks = {"snap": _next(now, cfg.snapshot_every),
+                      "eval": _next(now, cfg.eval_every),
+                      "ckpt": _next(now, cfg.checkpoint_every)}
+        self.start = time.time()
 
-    snapshots: list[str] = []
-    history: list[dict[str, Any]] = []
-    if resume:
-        rp = Path(resume)
-        try:
-            load_policy(rp)  # clear errors for a missing or corrupt file
-        except CheckpointError as exc:
-            raise ValueError(str(exc)) from None
-        meta = _checkpoint_meta(rp)
-        snapshots = [s for s in meta.get("snapshots", []) if Path(s).is_file()]
-        history = meta.get("history", [])
+    @classmethod
+    def create(cls, cfg: TrainConfig, model: Any, snapshots: list[str],
+               history: list[dict[str, Any]]) -> SelfPlayCallback:
+        """An instance that is also an SB3 ``BaseCallback`` (imports SB3)."""
+        return _with_base_callback(cls)(cfg, model, snapshots, history)
 
-    vec_cls = SubprocVecEnv if cfg.vec_env == "subproc" else DummyVecEnv
-    venv = vec_cls([make_env_fn(cfg, i) for i in range(cfg.n_envs)])
-    specs, weights = _pool(cfg, snapshots)
-    venv.env_method("set_pool", specs, weights)
-    if resume:
-        model = MaskablePPO.load(resume, env=venv, device="cpu")
-        model.set_random_seed(cfg.seed + model.num_timesteps)
-    else:
-        model = MaskablePPO(
-            "MlpPolicy", venv, learning_rate=cfg.learning_rate, n_steps=cfg.n_steps,
-            batch_size=cfg.batch_size, n_epochs=cfg.n_epochs, gamma=cfg.gamma,
-            gae_lambda=cfg.gae_lambda, clip_range=cfg.clip_range, ent_coef=cfg.ent_coef,
-            policy_kwargs={"net_arch": list(cfg.net_arch)}, seed=cfg.seed, device="cpu",
-            verbose=0)
-    model.set_logger(configure(str(run), ["csv", "tensorboard"]))
-    eval_csv = run / "eval.csv"
+    def _on_step(self) -> bool:
+        t = self.num_timesteps  # BaseCallback's count of environment steps
+        cfg = self.cfg
+        if self.marks["snap"] and t >= self.marks["snap"]:
+            self.marks["snap"] += cfg.snapshot_every
+            self.add_snapshot(t)
+        if self.marks["eval"] and t >= self.marks["eval"]:
+            self.marks["eval"] += cfg.eval_every
+            self.run_eval()
+        if self.marks["ckpt"] and t >= self.marks["ckpt"]:
+            self.marks["ckpt"] += cfg.checkpoint_every
+            self.save_checkpoint(f"step_{t}")
+        return True
 
-    def save_checkpoint(name: str) -> Path:
-        path = run / "checkpoints" / f"{name}.zip"
-        model.save(str(path))
+    def add_snapshot(self, t: int) -> None:
+        """Save the learner as ``snapshots/snap_<t>.zip``, keep the newest ``max_snapshots``
+        of them in the pool and hand the pool to the training envs."""
+        path = self.run_dir / "snapshots" / f"snap_{t}.zip"
+        self.model.save(str(path))
+        self.snapshots.append(str(path))
+        excess = len(self.snapshots) - self.cfg.max_snapshots
+        if excess > 0:
+            del self.snapshots[:excess]
+        # training_env: BaseCallback's, the VecEnv that model.learn steps
+        self.training_env.env_method("set_pool", *_pool(self.cfg, self.snapshots))
+
+    def save_checkpoint(self, name: str) -> Path:
+        """``checkpoints/<name>.zip`` and a ``.json`` beside it with the step count, the pool's
+        snapshots, the evaluation history and the config; returns the ``.zip`` path."""
+        path = self.run_dir / "checkpoints" / f"{name}.zip"
+        self.model.save(str(path))
         path.with_suffix(".json").write_text(json.dumps(
-            {"num_timesteps": model.num_timesteps, "snapshots": snapshots, "history": history,
-             "config": dataclasses.asdict(cfg)}, indent=1))
+            {"num_timesteps": self.model.num_timesteps, "snapshots": self.snapshots,
+             "history": self.history, "config": dataclasses.asdict(self.cfg)}, indent=1))
         return path
 
-    def run_eval() -> None:
-        path = run / "snapshots" / "eval_current.zip"
+    def run_eval(self) -> None:
+        """Evaluate the current policy (:func:`evaluate`); the figures go to the history, the
+        SB3 logger (``eval/...``), ``eval.csv`` and stderr."""
+        model = self.model
+        path = self.run_dir / "snapshots" / "eval_current.zip"
         model.save(str(path))
-        res = evaluate(path, cfg, seed=cfg.seed + 7919)
+        res = evaluate(path, self.cfg, seed=self.cfg.seed + 7919)
         res["timesteps"] = model.num_timesteps
-        res["seconds"] = round(time.time() - start, 1)
-        history.append(res)
+        res["seconds"] = round(time.time() - self.start, 1)
+        self.history.append(res)
         for k, v in res.items():
-            if k not in ("timesteps",):
+            if k != "timesteps":
                 model.logger.record(f"eval/{k}", v)
         model.logger.dump(model.num_timesteps)
-        new = not eval_csv.exists() or eval_csv.stat().st_size == 0
-        with open(eval_csv, "a", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(res))
-            if new:
-                w.writeheader()
-            w.writerow(res)
+        _append_csv(self.run_dir / "eval.csv", res)
         print(f"[eval @ {model.num_timesteps} steps] mean match score {res['mean_score']:+.3f} "
               f"[{res['score_low']:+.3f}, {res['score_high']:+.3f}]  Dragon "
               f"{res['dragon_rate']:.2f}  Egg {res['egg_rate']:.2f}", file=sys.stderr,
               flush=True)
 
-    class Periodic(BaseCallback):
-        def __init__(self) -> None:
-            super().__init__()
-            self.marks = {"snap": _next(model.num_timesteps, cfg.snapshot_every),
-                          "eval": _next(model.num_timesteps, cfg.eval_every),
-                          "ckpt": _next(model.num_timesteps, cfg.checkpoint_every)}
 
-        def _on_step(self) -> bool:
-            t = self.num_timesteps
-            if self.marks["snap"] and t >= self.marks["snap"]:
-                self.marks["snap"] += cfg.snapshot_every
-                path = run / "snapshots" / f"snap_{t}.zip"
-                model.save(str(path))
-                snapshots.append(str(path))
-                del snapshots[:-cfg.max_snapshots or len(snapshots)]
-                if cfg.max_snapshots == 0:
-                    snapshots.clear()
-                self.training_env.env_method("set_pool", *_pool(cfg, snapshots))
-            if self.marks["eval"] and t >= self.marks["eval"]:
-                self.marks["eval"] += cfg.eval_every
-                run_eval()
-            if self.marks["ckpt"] and t >= self.marks["ckpt"]:
-                self.marks["ckpt"] += cfg.checkpoint_every
-                save_checkpoint(f"step_{t}")
-            return True
+@functools.cache
+def _with_base_callback(cls: type) -> type:
+    """``cls`` with SB3's ``BaseCallback`` mixed in (made once per class)."""
+    from stable_baselines3.common.callbacks import BaseCallback
 
-    start = time.time()
+    return type(cls.__name__, (cls, BaseCallback), {"__module__": cls.__module__,
+                                                   "__doc__": cls.__doc__})
+
+
+def _append_csv(path: Path, row: dict[str, Any]) -> None:
+    """Append ``row`` to a CSV file, with a header line first when the file is new or empty."""
+    new = not path.exists() or path.stat().st_size == 0
+    with open(path, "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(row))
+        if new:
+            w.writeheader()
+        w.writerow(row)
+
+
+def _prepare_run_dir(cfg: TrainConfig) -> Path:
+    """The run folder with its ``checkpoints`` and ``snapshots``, and ``config.json``."""
+    run = cfg.run_dir
+    (run / "checkpoints").mkdir(parents=True, exist_ok=True)
+    (run / "snapshots").mkdir(exist_ok=True)
+    (run / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
+    return run
+
+
+def _resumed_pool(resume: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """The snapshots (those still on disk) and evaluation history of a checkpoint; a
+    ``ValueError`` for a missing or corrupt checkpoint."""
+    from agents.ppo import CheckpointError, load_policy
+
+    rp = Path(resume)
+    try:
+        load_policy(rp)  # clear errors for a missing or corrupt file
+    except CheckpointError as exc:
+        raise ValueError(str(exc)) from None
+    meta = _checkpoint_meta(rp)
+    snapshots = [s for s in meta.get("snapshots", []) if Path(s).is_file()]
+    return snapshots, meta.get("history", [])
+
+
+def _make_model(cfg: TrainConfig, venv: Any, resume: str | None) -> Any:
+    """A new MaskablePPO learner on ``venv``, or the one saved at ``resume``."""
+    from sb3_contrib import MaskablePPO
+
+    if resume:
+        model = MaskablePPO.load(resume, env=venv, device="cpu")
+        model.set_random_seed(cfg.seed + model.num_timesteps)
+        return model
+    return MaskablePPO(
+        "MlpPolicy", venv, learning_rate=cfg.learning_rate, n_steps=cfg.n_steps,
+        batch_size=cfg.batch_size, n_epochs=cfg.n_epochs, gamma=cfg.gamma,
+        gae_lambda=cfg.gae_lambda, clip_range=cfg.clip_range, ent_coef=cfg.ent_coef,
+        policy_kwargs={"net_arch": list(cfg.net_arch)}, seed=cfg.seed, device="cpu",
+        verbose=0)
+
+
+def train(cfg: TrainConfig, resume: str | None = None) -> Path:
+    """Run (or resume) training; returns the path of the final checkpoint."""
+    import torch
+    from stable_baselines3.common.logger import configure
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    cfg.validate()
+    torch.set_num_threads(cfg.torch_threads)
+    run = _prepare_run_dir(cfg)
+    snapshots, history = _resumed_pool(resume) if resume else ([], [])
+    vec_cls = SubprocVecEnv if cfg.vec_env == "subproc" else DummyVecEnv
+    venv = vec_cls([make_env_fn(cfg, i) for i in range(cfg.n_envs)])
+    venv.env_method("set_pool", *_pool(cfg, snapshots))
+    model = _make_model(cfg, venv, resume)
+    model.set_logger(configure(str(run), ["csv", "tensorboard"]))
+    tasks = SelfPlayCallback.create(cfg, model, snapshots, history)
     remaining = cfg.total_timesteps - model.num_timesteps
     if remaining > 0:
-        model.learn(remaining, callback=Periodic(), reset_num_timesteps=not resume,
+        model.learn(remaining, callback=tasks, reset_num_timesteps=not resume,
                     progress_bar=cfg.progress)
     if not history or history[-1]["timesteps"] != model.num_timesteps:
-        run_eval()
-    final = save_checkpoint("final")
+        tasks.run_eval()
+    final = tasks.save_checkpoint("final")
     plot_learning_curve(history, run / "learning_curve.png", cfg)
     venv.close()
     print(f"final checkpoint: {final}", file=sys.stderr)

@@ -2,7 +2,7 @@
 
 ``main`` (a masked PPO module) learns at one seat per episode; the other seats are played by
 league members: masked random and heuristic modules, plus a frozen snapshot of ``main`` added
-every ``--snapshot-every`` iterations (:mod:`dragons_egg_env.rllib`).
+every ``--snapshot-every`` iterations (:mod:`experiments.rllib`).
 
 Runs on this machine (``ray.init()`` starts a local instance) or on an existing cluster
 (``--address auto`` or ``ray://host:10001``); ``--num-env-runners`` and ``--num-learners``
@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from dragons_egg_env.cli_args import int_range
+from experiments.cli_args import int_range
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import ray
 
-        from dragons_egg_env.rllib import MAIN, ppo_config
+        from experiments.rllib import MAIN, ppo_config
     except ImportError as exc:
         parser.exit(2, f"{parser.prog}: error: needs the rllib extra "
                        f"(pip install 'dragons-egg[rllib]'): {exc}\n")

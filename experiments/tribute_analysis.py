@@ -34,11 +34,11 @@ from agents.base import Agent
 from agents.heuristic import HeuristicAgent
 from agents.runner import play_match
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, PASS
-from dragons_egg_env.cards import CARD_CODES, codes
+from dragons_egg_env.cards import BEAST, CARD_CODES, EGG, NUM_CARDS, NUM_NUMBERS, SUITS, codes
 from dragons_egg_env.config import RulesConfig
-from dragons_egg_env.observation import layout
-
-from dragons_egg_env.cli_args import int_range
+from dragons_egg_env.engine import Phase
+from dragons_egg_env.observation import OBS_PHASES, layout
+from experiments.cli_args import int_range
 
 from .tournament import _bootstrap, _derive, deal_sequence
 
@@ -69,8 +69,8 @@ class TributeMix(Agent):
         self.play.end_round(result)
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        phase = int(np.flatnonzero(observation[self._phase])[0])
-        if phase not in (2, 3):  # play / complete
+        phase = OBS_PHASES[int(np.flatnonzero(observation[self._phase])[0])]
+        if phase not in (Phase.ASK, Phase.GIVE):  # play / complete
             return self.play.act(observation, action_mask)
         legal = [int(a) for a in np.flatnonzero(action_mask)]
         if self.tribute == "none":
@@ -93,8 +93,8 @@ def run(play_spec: str, deals: int, num_players: int, seed: int, tribute_asks: i
     """Play every deal sequence under every tribute policy; per-deal Dragon round-2 rewards."""
     config = RulesConfig(num_players=num_players, num_rounds=2, tribute_asks=tribute_asks)
     rewards = {t: np.zeros(deals) for t in TRIBUTE_POLICIES}
-    asked = np.zeros(45, dtype=int)
-    given = np.zeros(45, dtype=int)
+    asked = np.zeros(NUM_CARDS, dtype=int)
+    given = np.zeros(NUM_CARDS, dtype=int)
     dragons = []
     try:
         from tqdm import tqdm
@@ -112,9 +112,7 @@ def run(play_spec: str, deals: int, num_players: int, seed: int, tribute_asks: i
             rec = play_match(agents, config, seed=_derive(seed, d), deals=deal_codes)
             dragon = rec.rounds[0]["order"][0]
             seen.add(dragon)
-            order2 = rec.rounds[1]["order"]
-            place = order2.index(dragon)
-            rewards[t][d] = 1.0 - 2.0 * place / (num_players - 1)
+            rewards[t][d] = rec.rounds[1]["rewards"][dragon]  # R27, as the engine scored it
             if t == "learned":
                 for c in agents[dragon].asked:
                     asked[c] += 1
@@ -155,9 +153,9 @@ def heatmaps(res: dict[str, Any], path: Path) -> None:
     for ax, key, title in ((axes[0], "asked", "asked for"), (axes[1], "given", "given back")):
         counts = res[key]
         grid = np.zeros((5, 10))
-        grid[:4] = counts[:40].reshape(10, 4).T  # rows: suits, columns: numbers
-        grid[4, :4] = counts[40:44]
-        grid[4, 4] = counts[44]
+        grid[:4] = counts[:BEAST].reshape(NUM_NUMBERS, len(SUITS)).T  # rows: suits
+        grid[4, :4] = counts[BEAST:EGG]
+        grid[4, 4] = counts[EGG]
         im = ax.imshow(grid, cmap="magma_r")
         ax.set_xticks(range(10), [str(n) for n in range(1, 11)])
         ax.set_yticks(range(5), ["Earth", "Water", "Fire", "Lightning", "dragons/Egg"])

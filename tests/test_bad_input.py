@@ -1,15 +1,16 @@
 """Bad input of every kind gets a clear error naming the problem."""
 
 import json
+
 import numpy as np
 import pytest
 
 from dragons_egg_env import actions as A
-from dragons_egg_env import engine as E
 from dragons_egg_env import dragons_egg_v0
+from dragons_egg_env import engine as E
+from dragons_egg_env.__main__ import main as demo_main
 from dragons_egg_env.cards import CARD_CODES, card_index, mask_of
 from dragons_egg_env.config import ConfigError, RulesConfig
-from dragons_egg_env.demo import main as demo_main
 from dragons_egg_env.replay import ReplayError, replay
 
 FULL_DEAL = [list(CARD_CODES[i::4]) for i in range(4)]

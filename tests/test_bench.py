@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from dragons_egg_env import bench
+from experiments import bench
 
 
 def test_bench_runs_and_writes_json(tmp_path, capsys):

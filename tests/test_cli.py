@@ -143,3 +143,22 @@ def test_console_script_help():
     assert res.returncode == 0
     for cmd in ("play", "tournament", "replay", "gif", "bench"):
         assert cmd in res.stdout
+
+
+def test_bench_and_gif_take_their_options_in_the_usual_places(capsys):
+    from experiments.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "--seconds", "1", "--players", "3",
+                                      "--json", "b.json"])
+    assert (args.seconds, args.players, args.json) == (1.0, 3, "b.json")
+    args = build_parser().parse_args(["gif", "--frames-dir", "D", "a.json", "b.gif",
+                                      "--fps", "4"])
+    assert (args.replay, args.out, args.frames_dir, args.fps) == ("a.json", "b.gif", "D", 4.0)
+    for command, option in (("bench", "--seconds"), ("gif", "--frames-dir")):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert option in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--seconds", "-1"])
+    assert exc.value.code == 2
+    assert "expected a positive number" in capsys.readouterr().err

@@ -4,7 +4,6 @@ flag, the flag metadata of ``docs.py`` matches ``config.py``, and the observatio
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import re
 import subprocess
 import sys
@@ -13,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from dragons_egg_env import config as config_module
-from dragons_egg_env import docs
 from dragons_egg_env.actions import ACTION_RANGES, NUM_ACTIONS
 from dragons_egg_env.config import ConfigError, RulesConfig
 from dragons_egg_env.observation import layout
+from experiments import docs
 
 DOCS_DIR = Path(__file__).resolve().parent.parent / "docs"
 RULES_MD = DOCS_DIR / "rules.md"
@@ -39,15 +37,15 @@ def rules_text() -> str:
 ])
 def test_generated_file_in_sync(name, make):
     path = DOCS_DIR / name
-    assert path.exists(), f"{path} is missing: run python -m dragons_egg_env.docs"
+    assert path.exists(), f"{path} is missing: run python -m experiments.docs"
     assert path.read_text(encoding="utf-8") == make(), \
-        f"{path} is stale: run python -m dragons_egg_env.docs"
+        f"{path} is stale: run python -m experiments.docs"
 
 
 def test_rules_flags_block_in_sync(rules_text):
     assert rules_text.count(docs.FLAGS_START) == 1 and rules_text.count(docs.FLAGS_END) == 1
     assert docs.rules_flags_block() in rules_text, \
-        "the flags table of docs/rules.md is stale: run python -m dragons_egg_env.docs"
+        "the flags table of docs/rules.md is stale: run python -m experiments.docs"
     assert docs.splice_rules(rules_text) == rules_text
 
 
@@ -56,7 +54,7 @@ def test_no_stale_files():
 
 
 def test_check_cli_passes_on_repo():
-    proc = subprocess.run([sys.executable, "-m", "dragons_egg_env.docs", "--check"],
+    proc = subprocess.run([sys.executable, "-m", "experiments.docs", "--check"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
@@ -112,7 +110,8 @@ def test_every_flag_in_rules_md(rules_text):
 
 
 def test_each_flag_is_named_in_its_rule(rules_text):
-    for name, (rid, _) in docs.FLAG_RULES.items():
+    for name in FIELDS:
+        rid = RulesConfig.flag_info(name)["rule"]
         start = rules_text.index(f"**{rid}**")
         end = rules_text.find("- **R", start + 1)
         end = rules_text.find("\n## ", start) if end < 0 else end
@@ -125,19 +124,15 @@ def test_rules_md_has_choices_section(rules_text):
 
 # -- flag metadata agrees with config.py ----------------------------------------------------
 
-def test_flag_rules_cover_every_field():
-    assert set(docs.FLAG_RULES) == set(FIELDS)
-    for name, (rid, meaning) in docs.FLAG_RULES.items():
-        assert rid in RULE_IDS and meaning
-
-
-def test_flag_rule_ids_match_config_comments():
-    src = inspect.getsource(config_module.RulesConfig)
-    cited = dict((name, rid) for rid, name in
-                 re.findall(r"#:\s*(R\d+)\b[^\n]*\n\s*(\w+)\s*:", src))
-    assert set(cited) == set(FIELDS), "every RulesConfig field needs a '#: R..' comment"
+def test_flag_metadata_covers_every_field():
     for name in FIELDS:
-        assert docs.FLAG_RULES[name][0] == cited[name], name
+        info = RulesConfig.flag_info(name)
+        assert info["rule"] in RULE_IDS and info["meaning"], name
+        assert info["kind"] in ("bool", "int", "str"), name
+        if info["kind"] == "str":
+            assert info["default"] in info["choices"], name
+    with pytest.raises(ConfigError, match="unknown rule flag 'nope'"):
+        RulesConfig.flag_info("nope")
 
 
 def test_allowed_values_match_validation():
@@ -150,7 +145,8 @@ def test_allowed_values_match_validation():
             with pytest.raises(ConfigError):
                 RulesConfig(**{name: 1})
         elif kind is int:
-            lo, hi = docs.INT_RANGES[name]
+            info = RulesConfig.flag_info(name)
+            lo, hi = info["low"], info["high"]
             RulesConfig(**{name: lo})
             with pytest.raises(ConfigError):
                 RulesConfig(**{name: lo - 1})
@@ -161,7 +157,7 @@ def test_allowed_values_match_validation():
                 with pytest.raises(ConfigError):
                     RulesConfig(**{name: hi + 1})
         elif kind is str:
-            for v in docs.STR_CHOICES[name]:
+            for v in RulesConfig.flag_info(name)["choices"]:
                 RulesConfig(**{name: v})
             with pytest.raises(ConfigError):
                 RulesConfig(**{name: "no-such-value"})
@@ -187,7 +183,7 @@ def test_action_ranges_tile_action_space():
         pos = last + 1
     assert pos == NUM_ACTIONS
     table = docs.action_table()
-    for first, last, name, _ in ACTION_RANGES:
+    for _first, _last, name, _ in ACTION_RANGES:
         assert f"`{name}`" in table
 
 

@@ -4,12 +4,11 @@ import random
 
 import numpy as np
 import pytest
-
-from dragons_egg_env import engine as E
-from dragons_egg_env import dragons_egg_v0
-from dragons_egg_env.cards import EGG_BIT, iter_cards
-
 from support import random_states
+
+from dragons_egg_env import dragons_egg_v0
+from dragons_egg_env import engine as E
+from dragons_egg_env.cards import EGG_BIT, iter_cards
 
 
 def shuffled_hidden(s: E.State, observer: int, rng: random.Random) -> E.State:
@@ -49,7 +48,7 @@ def test_observation_unchanged_when_hidden_cards_shuffled(n, flags):
     checked = 0
     for seed in range(4):
         env.reset(seed=seed)
-        for agent, obs in random_states(env, rng):
+        for _agent, _obs in random_states(env, rng):
             s = env.engine_state
             if rng.random() < 0.3:
                 for observer in range(n):
@@ -73,7 +72,7 @@ def test_completion_offer_is_only_in_the_offered_players_observation():
     found = 0
     for seed in range(200):
         env.reset(seed=seed)
-        for agent, obs in random_states(env, rng):
+        for _agent, _obs in random_states(env, rng):
             s = env.engine_state
             if s.phase == E.COMPLETE:
                 found += 1

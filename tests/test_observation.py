@@ -4,12 +4,11 @@ import random
 
 import numpy as np
 import pytest
-
-from dragons_egg_env import engine as E
-from dragons_egg_env import dragons_egg_v0
-from dragons_egg_env.observation import decode, layout
-
 from support import random_states
+
+from dragons_egg_env import dragons_egg_v0
+from dragons_egg_env import engine as E
+from dragons_egg_env.observation import decode, layout
 
 
 @pytest.mark.parametrize("n,m", [(2, 2), (4, 4), (4, 8), (7, 8)])
@@ -18,11 +17,11 @@ def test_decode_inverts_encode(n, m):
     env = dragons_egg_v0.raw_env(num_players=n, max_players=m, num_rounds=3)
     env.reset(seed=m)
     checked = 0
-    for agent, obs in random_states(env, rng):
+    for _agent, obs in random_states(env, rng):
         s = env.engine_state
         i = s.current
         v = decode(obs["observation"], m, 3)
-        rel = lambda q: (q - i) % n  # noqa: E731
+        rel = lambda q, i=i: (q - i) % n  # noqa: E731
         assert v.num_players == n
         assert v.hand == s.hands[i]
         assert v.pile == s.pile and v.played == s.played

@@ -5,14 +5,13 @@ import random
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import random_match
 
-from dragons_egg_env import engine as E
 from dragons_egg_env import dragons_egg_v0
+from dragons_egg_env import engine as E
 from dragons_egg_env.cards import ALL_CARDS, EGG_BIT
 from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.observation import mask_array
-
-from support import random_match
 
 configs = st.builds(
     RulesConfig,
@@ -99,7 +98,7 @@ def test_egg_holder_is_last_of_every_round_env():
         results = []
         round_rewards = []
 
-        for agent in env.agent_iter():
+        for _agent in env.agent_iter():
             obs, rew, term, trunc, info = env.last()
             if term:
                 env.step(None)

@@ -4,26 +4,25 @@ import json
 import random
 import subprocess
 import sys
+from itertools import pairwise
 
 import numpy as np
 import pytest
 
 pytest.importorskip("PIL", reason="image rendering needs Pillow (the 'render' extra)")
 
-from PIL import Image  # noqa: E402
 from pettingzoo.test import render_test  # noqa: E402
+from PIL import Image  # noqa: E402
+from support import random_match  # noqa: E402
+from test_no_leak import shuffled_hidden  # noqa: E402
 
 from dragons_egg_env import actions as A  # noqa: E402
 from dragons_egg_env import dragons_egg_v0  # noqa: E402
 from dragons_egg_env import engine as E  # noqa: E402
 from dragons_egg_env.cards import EGG  # noqa: E402
-from dragons_egg_env.gif import (  # noqa: E402
-    _action_text, main, replay_frames, replay_to_frames, replay_to_gif)
 from dragons_egg_env.render_image import image_size, render_rgb  # noqa: E402
 from dragons_egg_env.replay import ReplayError  # noqa: E402
-
-from support import random_match  # noqa: E402
-from test_no_leak import shuffled_hidden  # noqa: E402
+from experiments.gif import _action_text, main, replay_frames, replay_to_frames, replay_to_gif  # noqa: E402
 
 
 def play_random(env, steps, seed=0):
@@ -230,7 +229,7 @@ def test_missing_pillow_is_a_clear_error(monkeypatch):
 
 def test_modules_import_without_pillow():
     code = ("import sys; sys.modules['PIL'] = None\n"
-            "import dragons_egg_env.render_image, dragons_egg_env.gif\n"
+            "import dragons_egg_env.render_image, experiments.gif\n"
             "from dragons_egg_env import dragons_egg_v0\n"
             "assert 'rgb_array' in dragons_egg_v0.raw_env.metadata['render_modes']\n")
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -262,11 +261,11 @@ def test_frames_are_numbered_pngs_and_deterministic(tmp_path, replay_data):
     paths = replay_to_frames(data, tmp_path / "frames", viewer="player_0")
     assert [p.name for p in paths] == [f"frame_{k:04d}.png" for k in range(5)]
     frames = list(replay_frames(data, viewer="player_0"))
-    for path, frame in zip(paths, frames):
+    for path, frame in zip(paths, frames, strict=True):
         with Image.open(path) as im:
             assert np.array_equal(np.asarray(im.convert("RGB")), frame)
     assert len({f.shape for f in frames}) == 1
-    assert all(not np.array_equal(a, b) for a, b in zip(frames, frames[1:]))
+    assert all(not np.array_equal(a, b) for a, b in pairwise(frames))
 
 
 def test_gif_errors(tmp_path, replay_file, replay_data):

@@ -5,11 +5,10 @@ import random
 
 import numpy as np
 import pytest
+from support import random_match
 
 from dragons_egg_env import dragons_egg_v0
 from dragons_egg_env.replay import ReplayError, iter_replay, replay
-
-from support import random_match
 
 
 def finished_env(n=4, rounds=3, seed=21, **flags):
@@ -67,7 +66,7 @@ def test_tampered_action_is_rejected_with_its_step():
     env = finished_env()
     data = env.unwrapped.to_replay()
     # Find a step where some other action would be illegal and swap it in.
-    for k, (agent, action) in enumerate(data["actions"]):
+    for k, (agent, action) in enumerate(data["actions"]):  # noqa: B007 (agent is read after the loop)
         if action != 0 and k > 5:
             break
     tampered = json.loads(json.dumps(data))

@@ -10,8 +10,7 @@ import pytest
 ray = pytest.importorskip("ray")
 pytest.importorskip("ray.rllib")
 
-from dragons_egg_env.rllib import (  # noqa: E402
-    MAIN, DragonsEggMultiAgentEnv, league_mapping_fn, ppo_config)
+from experiments.rllib import MAIN, DragonsEggMultiAgentEnv, league_mapping_fn, ppo_config  # noqa: E402
 
 
 @pytest.fixture(scope="module")

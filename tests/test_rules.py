@@ -12,21 +12,39 @@ import random
 
 import numpy as np
 import pytest
+from scenario_helpers import (
+    REST,
+    deal_codes,
+    deal_masks,
+    env_run,
+    hand,
+    legal,
+    make_env,
+    open_and_clear,
+    pile,
+    quick_hands,
+    quick_moves,
+    run,
+    start,
+)
 
-from dragons_egg_env import engine as E
 from dragons_egg_env import dragons_egg_v0
+from dragons_egg_env import engine as E
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, PASS, ask, give, play
 from dragons_egg_env.actions import play_dragons as dragon
 from dragons_egg_env.cards import (
-    ALL_CARDS, CARD_CODES, EGG, NUM_CARDS, RANK_MASK, card_index, card_name, codes, mask_of,
+    ALL_CARDS,
+    CARD_CODES,
+    EGG,
+    NUM_CARDS,
+    RANK_MASK,
+    card_index,
+    card_name,
+    codes,
+    mask_of,
 )
 from dragons_egg_env.config import ConfigError, RulesConfig
 from dragons_egg_env.observation import layout
-
-from scenario_helpers import (
-    REST, deal_codes, deal_masks, env_run, hand, legal, make_env, open_and_clear,
-    pile, quick_hands, quick_moves, run, start,
-)
 
 DRAGON_CARDS = "BEAST DARKLORD HORSEMAN EXECUTIONER"
 

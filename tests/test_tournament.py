@@ -6,8 +6,14 @@ import pytest
 
 from dragons_egg_env import engine as E
 from dragons_egg_env.config import RulesConfig
-from experiments.tournament import (TournamentConfig, deal_sequence, main, run_matches,
-                                    run_tournament, summarize)
+from experiments.tournament import (
+    TournamentConfig,
+    deal_sequence,
+    main,
+    run_matches,
+    run_tournament,
+    summarize,
+)
 
 
 def small(**kw):

@@ -1,11 +1,11 @@
 """The single-agent Gymnasium view used for SB3 training."""
 
+import gymnasium
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import gymnasium
-import dragons_egg_env  # noqa: F401  (registers the Gymnasium id)
+from agents import AgentSpec
 from dragons_egg_env.wrappers import GYM_ID, SingleAgentEnv
 
 
@@ -25,12 +25,13 @@ def random_episode(env, rng, seed):
 def test_gymnasium_and_sb3_checkers():
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-    check_env(SingleAgentEnv(opponents=["random", "heuristic"], table_sizes=(2, 3, 5)))
-    sb3_check_env(SingleAgentEnv(opponents=["random"]))
+    check_env(SingleAgentEnv(opponents=[AgentSpec("random"), AgentSpec("heuristic")],
+                             table_sizes=(2, 3, 5)))
+    sb3_check_env(SingleAgentEnv(opponents=[AgentSpec("random")]))
 
 
 def test_registered_with_gymnasium():
-    env = gymnasium.make(GYM_ID, opponents=["random"], table_sizes=(3,))
+    env = gymnasium.make(GYM_ID, opponents=[AgentSpec("random")], table_sizes=(3,))
     obs, info = env.reset(seed=1)
     assert info["num_players"] == 3 and obs.shape == env.observation_space.shape
 
@@ -40,7 +41,7 @@ def test_learner_rewards_match_the_table_and_the_loser_sees_minus_one():
     (also those earned on other players' turns), and across many episodes the learner's -1
     for finishing last arrives."""
     rng = np.random.default_rng(0)
-    env = SingleAgentEnv(opponents=["heuristic"], num_rounds=3)
+    env = SingleAgentEnv(opponents=[AgentSpec("heuristic")], num_rounds=3)
     saw_last = 0
     for ep in range(40):
         rewards, info = random_episode(env, rng, ep)
@@ -61,7 +62,7 @@ def test_learner_returns_sum_to_zero_over_the_table():
     for seed in range(5):
         returns = []
         for seat in range(4):
-            env = SingleAgentEnv(opponents=["greedy"], seats=[seat])
+            env = SingleAgentEnv(opponents=[AgentSpec("greedy")], seats=[seat])
             obs, info = env.reset(seed=seed)
             total = 0.0
             while True:
@@ -76,7 +77,7 @@ def test_learner_returns_sum_to_zero_over_the_table():
 
 
 def test_seat_and_table_size_are_drawn_from_the_seed():
-    env = SingleAgentEnv(opponents=["random"], table_sizes=(2, 4, 6), seats=[0, 1, 5])
+    env = SingleAgentEnv(opponents=[AgentSpec("random")], table_sizes=(2, 4, 6), seats=[0, 1, 5])
     draws = set()
     for seed in range(40):
         _, info = env.reset(seed=seed)
@@ -91,12 +92,12 @@ def test_vec_envs_and_pool_updates():
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     def make():
-        return SingleAgentEnv(opponents=["random"])
+        return SingleAgentEnv(opponents=[AgentSpec("random")])
     for cls in (DummyVecEnv, SubprocVecEnv):
         venv = cls([make, make])
         venv.seed(3)
         venv.reset()
-        venv.env_method("add_opponent", "greedy")
+        venv.env_method("add_opponent", AgentSpec("greedy"))
         assert venv.env_method("pool_size") == [2, 2]
         masks = np.stack(venv.env_method("action_masks"))
         actions = [int(np.flatnonzero(m)[0]) for m in masks]
@@ -118,14 +119,14 @@ def test_callable_and_agent_opponents():
 
 
 def test_illegal_learner_action():
-    env = SingleAgentEnv(opponents=["random"])
+    env = SingleAgentEnv(opponents=[AgentSpec("random")])
     env.reset(seed=0)
     illegal = int(np.flatnonzero(~env.action_masks())[0])
     obs, r, term, trunc, info = env.step(illegal)
     assert (r, term, info["illegal_action"]) == (-1.0, True, illegal)
     with pytest.raises(RuntimeError, match="episode is over"):
         env.step(0)
-    strict = SingleAgentEnv(opponents=["random"], illegal_action="raise")
+    strict = SingleAgentEnv(opponents=[AgentSpec("random")], illegal_action="raise")
     strict.reset(seed=0)
     with pytest.raises(ValueError, match="illegal move"):
         strict.step(illegal)
@@ -133,8 +134,9 @@ def test_illegal_learner_action():
 
 @pytest.mark.parametrize("kwargs,needle", [
     ({"opponents": []}, "pool is empty"),
-    ({"opponents": ["wizard"]}, "unknown agent 'wizard'"),
-    ({"opponents": [3]}, "an opponent is an agent spec"),
+    ({"opponents": ["heuristic"]}, r"spec string.*agents.AgentSpec\('heuristic'\)"),
+    ({"opponents": "heuristic"}, "a sequence of opponents"),
+    ({"opponents": [3]}, "an opponent is a factory"),
     ({"table_sizes": (9,)}, "num_players must be 2..8"),
     ({"table_sizes": ()}, "at least one table size"),
     ({"seats": [7]}, "seats must be within"),
@@ -143,10 +145,20 @@ def test_illegal_learner_action():
     ({"bogus_flag": 1}, "unknown rule flag"),
 ])
 def test_bad_arguments(kwargs, needle):
+    kwargs = {"opponents": [AgentSpec("random")], **kwargs}
     with pytest.raises((ValueError, TypeError), match=needle):
         SingleAgentEnv(**kwargs)
 
 
+def test_opponents_are_required_and_specs_checked():
+    from agents import AgentSpecError
+
+    with pytest.raises(TypeError, match="opponents"):
+        SingleAgentEnv()
+    with pytest.raises(AgentSpecError, match="unknown agent 'wizard'"):
+        AgentSpec("wizard")
+
+
 def test_step_before_reset():
     with pytest.raises(RuntimeError, match="reset\\(\\) needs to be called"):
-        SingleAgentEnv().step(0)
+        SingleAgentEnv(opponents=[AgentSpec("random")]).step(0)

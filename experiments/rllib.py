@@ -36,9 +36,9 @@ from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.core.rl_module.rl_module import RLModule, RLModuleSpec
 from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
 
-from .actions import NUM_ACTIONS
-from .config import RulesConfig
-from .dragons_egg_v0 import env, raw_env
+from dragons_egg_env.actions import NUM_ACTIONS
+from dragons_egg_env.config import RulesConfig
+from dragons_egg_env.dragons_egg_v0 import env, raw_env
 
 MAIN = "main"
 BASELINES = ("random", "heuristic")
@@ -188,7 +188,7 @@ class HeuristicRLModule(_FixedPolicyModule):
         self._agent.start_match(0, rules, max_players)
 
     def _actions(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        return np.array([self._agent.act(o, m) for o, m in zip(obs, mask)])
+        return np.array([self._agent.act(o, m) for o, m in zip(obs, mask, strict=True)])
 
 
 def _episode_hash(episode: Any, salt: str) -> int:

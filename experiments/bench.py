@@ -1,6 +1,6 @@
 """Throughput benchmark: steps per second of uniformly random legal play, on one CPU core.
 
-Run ``python -m dragons_egg_env.bench`` (or ``dragons-egg-bench``); ``--help`` lists the options.
+Run ``python -m experiments.bench`` (or ``dragons-egg-bench``); ``--help`` lists the options.
 ``docs/benchmark.md`` explains the method and records figures.
 
 Every measurement plays whole episodes of uniformly random legal actions (drawn with one seeded
@@ -13,7 +13,7 @@ Every measurement plays whole episodes of uniformly random legal actions (drawn 
 
       for agent in env.agent_iter():
           obs, rew, term, trunc, info = env.last()
-          action = None if term or trunc else <random choice among np.flatnonzero(obs["action_mask"])>
+          action = None if term or trunc else <random choice of np.flatnonzero(obs["action_mask"])>
           env.step(action)
 
   Every ``env.step`` call is a step (the ``None`` steps of terminated agents too; decisions
@@ -44,14 +44,16 @@ import statistics
 import sys
 import time
 import warnings
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from . import engine as E
-from .actions import NUM_ACTIONS
-from .cli_args import int_range
-from .config import RulesConfig
+from dragons_egg_env import engine as E
+from dragons_egg_env.actions import NUM_ACTIONS
+from dragons_egg_env.config import MAX_PLAYERS, MIN_PLAYERS, RulesConfig
+
+from .cli_args import positive_float, table_size
 
 SLICES = 5
 FLOOR_EPISODE_STEPS = 100
@@ -122,7 +124,7 @@ class AECLoop:
         clock = time.perf_counter
         steps = dead = episodes = 0
         while True:
-            for agent in env.agent_iter():
+            for _agent in env.agent_iter():
                 obs, rew, term, trunc, info = env.last()
                 if term or trunc:
                     action = None
@@ -260,7 +262,7 @@ def _leduc(kind: str) -> Callable[[], Any]:
 
 
 def _de(kind: str, players: int) -> Callable[[], Any]:
-    from . import dragons_egg_v0
+    from dragons_egg_env import dragons_egg_v0
 
     make = getattr(dragons_egg_v0, kind)
     return lambda: make(num_players=players)
@@ -371,35 +373,35 @@ def _fmt_rate(x: float) -> str:
 # ---------------------------------------------------------------------------------------
 # Command line.
 
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not v > 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
-    return v
+DESCRIPTION = ("Steps per second of uniformly random legal play, pinned to one CPU core: "
+               "the Dragon's Egg engine and envs against PettingZoo leduc_holdem_v4, "
+               "OpenSpiel dou_dizhu and a no-logic AEC env (peers are skipped when not "
+               "installed; pip install 'dragons-egg[bench]').")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m dragons_egg_env.bench",
-        description="Steps per second of uniformly random legal play, pinned to one CPU core: "
-                    "the Dragon's Egg engine and envs against PettingZoo leduc_holdem_v4, "
-                    "OpenSpiel dou_dizhu and a no-logic AEC env (peers are skipped when not "
-                    "installed; pip install 'dragons-egg[bench]').")
-    p.add_argument("--seconds", type=_positive_float, default=5.0,
+def build_parser(prog: str = "python -m experiments.bench") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
+    add_arguments(p)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of this command (also the ``dragons-egg bench`` subcommand's)."""
+    p.add_argument("--seconds", type=positive_float, default=5.0,
                    help="timed seconds per measurement, after a short warm-up (default: 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of every RNG (default: 0)")
-    p.add_argument("--players", type=int_range(2, 8), default=4,
-                   help="Dragon's Egg table size, 2..8 (default: 4)")
+    p.add_argument("--players", type=table_size, default=4,
+                   help=f"Dragon's Egg table size, {MIN_PLAYERS}..{MAX_PLAYERS} (default: 4)")
     p.add_argument("--json", metavar="PATH", help="also write the figures to PATH as JSON")
-    return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    return run_from_args(parser.parse_args(argv), parser)
+
+
+def run_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Run with parsed arguments (``dragons-egg bench``); ``parser`` reports late errors."""
     if args.json:
         parent = os.path.dirname(os.path.abspath(args.json))
         if not os.path.isdir(parent):
@@ -415,96 +417,134 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, cpu: int | None) -> int:
+    """Set up, warm up and time every measurement, print the tables and write the JSON."""
+    _print_banner(args, cpu)
+    plan = measurements(args.players)
+    labels = {key: label for key, label, _ in plan}
+    loops, skipped = _set_up(plan, args.seed, args.seconds)
+    print(f"timing: {SLICES} rounds of {len(loops)} interleaved slices of "
+          f"{args.seconds / SLICES:.3g} s ...", flush=True)
+    results: dict[str, dict[str, Any]] = {k: {"skipped": v} for k, v in skipped.items()}
+    results.update(measure_interleaved(
+        loops, args.seconds,
+        lambda r: print(f"  round {r + 1}/{SLICES}", flush=True)))
+    print()
+    _print_rates(plan, results)
+    print()
+    ratios = _print_ratios(results, skipped)
+    if args.json:
+        _write_json(args, cpu, labels, results, ratios)
+    return 0
+
+
+def _print_banner(args: argparse.Namespace, cpu: int | None) -> None:
     print(f"dragons-egg bench: {args.seconds:g} s per measurement, seed {args.seed}, "
           f"{args.players} players; pinned to CPU {cpu if cpu is not None else '(not supported)'} "
           f"({_cpu_model()}), Python {platform.python_version()}", flush=True)
-    plan = measurements(args.players)
-    labels = {key: label for key, label, _ in plan}
+
+
+def _set_up(plan: list[tuple[str, str, Callable[[int], Any]]], seed: int,
+            seconds: float) -> tuple[dict[str, Any], dict[str, str]]:
+    """Build and warm up the loop of every measurement in ``plan``; returns the loops and,
+    for the measurements whose peer is not installed, why they are skipped."""
     skipped: dict[str, str] = {}
     loops: dict[str, Any] = {}
     for i, (key, label, factory) in enumerate(plan, 1):
         print(f"[{i}/{len(plan)}] {label}: set up and warm up ...", end=" ", flush=True)
         try:
-            loop = factory(args.seed)
+            loop = factory(seed)
         except Skip as exc:
             print(f"skipped (not installed: {exc})", flush=True)
             skipped[key] = f"not installed: {exc}"
             continue
-        warm_up(loop, args.seconds)
+        warm_up(loop, seconds)
         loops[key] = loop
         print("ready", flush=True)
+    return loops, skipped
 
-    n = len(loops)
-    per = args.seconds / SLICES
-    print(f"timing: {SLICES} rounds of {n} interleaved slices of {per:.3g} s ...", flush=True)
-    results: dict[str, dict[str, Any]] = {k: {"skipped": v} for k, v in skipped.items()}
-    results.update(measure_interleaved(
-        loops, args.seconds,
-        lambda r: print(f"  round {r + 1}/{SLICES}", flush=True)))
 
-    print()
-    w = max(len(lbl) for lbl in labels.values())
+def _print_rates(plan: list[tuple[str, str, Callable[[int], Any]]],
+                 results: dict[str, dict[str, Any]]) -> None:
+    """The table of figures, one line per measurement."""
+    w = max(len(label) for _, label, _ in plan)
     head = (f"{'measurement':<{w}}  {'steps/s':>10}  {'min..max of slices':>19}  "
             f"{'decisions/s':>11}  {'steps/episode':>13}")
     print(head)
     print("-" * len(head))
-    for key, _, _ in plan:
+    for key, label, _ in plan:
         r = results[key]
         if "skipped" in r:
-            print(f"{labels[key]:<{w}}  skipped ({r['skipped']})")
+            print(f"{label:<{w}}  skipped ({r['skipped']})")
             continue
         lo, hi = min(r["slice_steps_per_s"]), max(r["slice_steps_per_s"])
         span = f"{lo / 1000:,.0f}k..{hi / 1000:,.0f}k"
-        print(f"{labels[key]:<{w}}  {_fmt_rate(r['steps_per_s']):>10}  {span:>19}  "
+        print(f"{label:<{w}}  {_fmt_rate(r['steps_per_s']):>10}  {span:>19}  "
               f"{_fmt_rate(r['decisions_per_s']):>11}  {r['steps_per_episode']:>13.1f}")
     print("steps/s: median of the slices. AEC steps include the None steps of terminated "
           "agents;\ndou_dizhu steps include its chance actions (the deal); the engine's "
           "exclude its deals.\ndecisions/s counts neither.")
 
-    print()
+
+def _slice_ratios(a: Sequence[float], b: Sequence[float]) -> list[float]:
+    """The slice-by-slice ratios ``a[i] / b[i]`` of two measurements' slice rates."""
+    return [x / y for x, y in zip(a, b, strict=True)]
+
+
+def _ratio(results: dict[str, dict[str, Any]], name: str, num: str, den: str, target: float,
+           basis: str) -> dict[str, Any]:
+    """One target ratio (a row of ``TARGETS``) of two measurements that both ran; printed and
+    returned as its JSON entry."""
+    a, b = results[num], results[den]
+    sslices = _slice_ratios(a["slice_steps_per_s"], b["slice_steps_per_s"])
+    dslices = _slice_ratios(a["slice_decisions_per_s"], b["slice_decisions_per_s"])
+    sratio = statistics.median(sslices)
+    dratio = statistics.median(dslices)
+    per_slice = dslices if basis == "decisions" else sslices
+    ratio = statistics.median(per_slice)
+    ok = ratio >= target
+    span = f"{min(per_slice):.2f}..{max(per_slice):.2f}"
+    print(f"{name:<30}  {basis:>9}  {ratio:6.2f}  {span:>11}  {sratio:6.2f}  {dratio:9.2f}"
+          f"  (target >= {target:g})  {'PASS' if ok else 'MISS'}")
+    return {
+        "name": name, "numerator": num, "denominator": den, "target": target,
+        "basis": basis, "ratio": ratio, "pass": ok, "slice_ratios": per_slice,
+        "steps_ratio": sratio, "decisions_ratio": dratio,
+    }
+
+
+def _print_ratios(results: dict[str, dict[str, Any]],
+                  skipped: dict[str, str]) -> list[dict[str, Any]]:
+    """The table of target ratios (``TARGETS``); returns their JSON entries."""
     print(f"{'target ratio':<30}  {'basis':>9}  {'median':>6}  {'min..max':>11}  "
           f"{'steps':>6}  {'decisions':>9}")
     ratios = []
     for name, num, den, target, basis in TARGETS:
         if num in skipped or den in skipped:
-            print(f"{name:<30}  {'n/a':>6}  {'':>11}  {'':>9}  (target >= {target:g}; "
+            print(f"{name:<30}  {'':>9}  {'n/a':>6}  {'':>11}  (target >= {target:g}; "
                   f"{den if den in skipped else num} skipped)")
             ratios.append({"name": name, "numerator": num, "denominator": den,
                            "target": target, "ratio": None, "pass": None})
-            continue
-        a, b = results[num], results[den]
-        sratio = statistics.median(
-            x / y for x, y in zip(a["slice_steps_per_s"], b["slice_steps_per_s"]))
-        dslices = [x / y for x, y in zip(a["slice_decisions_per_s"], b["slice_decisions_per_s"])]
-        dratio = statistics.median(dslices)
-        per_slice = dslices if basis == "decisions" else [
-            x / y for x, y in zip(a["slice_steps_per_s"], b["slice_steps_per_s"])]
-        ratio = statistics.median(per_slice)
-        ok = ratio >= target
-        span = f"{min(per_slice):.2f}..{max(per_slice):.2f}"
-        print(f"{name:<30}  {basis:>9}  {ratio:6.2f}  {span:>11}  {sratio:6.2f}  {dratio:9.2f}"
-              f"  (target >= {target:g})  {'PASS' if ok else 'MISS'}")
-        ratios.append({
-            "name": name, "numerator": num, "denominator": den, "target": target,
-            "basis": basis, "ratio": ratio, "pass": ok, "slice_ratios": per_slice,
-            "steps_ratio": sratio, "decisions_ratio": dratio,
-        })
+        else:
+            ratios.append(_ratio(results, name, num, den, target, basis))
     print("ratios: median over the rounds of the ratio of the two slices of each round, on the "
           "basis\nshown; the steps and decisions columns give both for information.")
+    return ratios
 
-    if args.json:
-        doc = {
-            "seconds": args.seconds, "slices": SLICES, "seed": args.seed,
-            "players": args.players, "pinned_cpu": cpu, "cpu_model": _cpu_model(),
-            "platform": platform.platform(), "versions": _versions(),
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "results": {k: {"label": labels[k], **results[k]} for k, _, _ in plan},
-            "ratios": ratios,
-        }
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
-        print(f"\nwrote {args.json}")
-    return 0
+
+def _write_json(args: argparse.Namespace, cpu: int | None, labels: dict[str, str],
+                results: dict[str, dict[str, Any]], ratios: list[dict[str, Any]]) -> None:
+    """Every figure, the ratios and the machine's description, to ``args.json``."""
+    doc = {
+        "seconds": args.seconds, "slices": SLICES, "seed": args.seed,
+        "players": args.players, "pinned_cpu": cpu, "cpu_model": _cpu_model(),
+        "platform": platform.platform(), "versions": _versions(),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "results": {k: {"label": label, **results[k]} for k, label in labels.items()},
+        "ratios": ratios,
+    }
+    with open(args.json, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+    print(f"\nwrote {args.json}")
 
 
 if __name__ == "__main__":

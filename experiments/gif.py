@@ -1,6 +1,6 @@
 """Replays as pictures: an animated GIF or numbered PNG frames, one frame per step.
 
-``python -m dragons_egg_env.gif REPLAY.json OUT.gif [--viewer player_0] [--deck-style tarokka]
+``python -m experiments.gif REPLAY.json OUT.gif [--viewer player_0] [--deck-style tarokka]
 [--fps 2] [--frames-dir DIR]``
 
 Frame ``k`` is the table after the first ``k`` recorded actions (frame 0: after the deal), drawn
@@ -20,16 +20,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
-from . import engine as E
-from .actions import decode
-from .cards import card_name, iter_cards
-from .replay import ReplayError, iter_replay, load_replay
-from .render_image import render_rgb
+from dragons_egg_env import engine as E
+from dragons_egg_env.actions import decode
+from dragons_egg_env.cards import DECK_STYLES, card_name, iter_cards
+from dragons_egg_env.render_image import render_rgb
+from dragons_egg_env.replay import ReplayError, iter_replay, load_replay
+
+from .cli_args import positive_float
 
 CAPTION_H = 30
 LAST_FRAME_HOLD_MS = 3000
@@ -55,8 +58,9 @@ def _load(replay: dict[str, Any] | str | Path) -> dict[str, Any]:
 def _check(data: dict[str, Any], viewer: str | None, deck_style: str) -> list[str]:
     """Play the whole replay once (a :class:`ReplayError` on any fault) and check the viewer;
     returns the agents."""
-    if deck_style not in ("dragon", "tarokka"):
-        raise ValueError(f"deck_style must be 'dragon' or 'tarokka', got {deck_style!r}")
+    if deck_style not in DECK_STYLES:
+        raise ValueError(f"deck_style must be one of {', '.join(map(repr, DECK_STYLES))}, "
+                         f"got {deck_style!r}")
     agents: list[str] = []
     for k, env in iter_replay(data):
         if k == 0:
@@ -190,32 +194,33 @@ def replay_to_frames(replay: dict[str, Any] | str | Path, out_dir: str | Path,
     return _write(_load(replay), None, out_dir, viewer, deck_style, 1)[1]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m dragons_egg_env.gif",
-                                description="Draw a saved Dragon's Egg replay as an animated GIF.")
+DESCRIPTION = "Draw a saved Dragon's Egg replay as an animated GIF (or PNG frames)."
+
+
+def build_parser(prog: str = "python -m experiments.gif") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
+    add_arguments(p)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of this command (also the ``dragons-egg gif`` subcommand's)."""
     p.add_argument("replay", help="replay JSON (env.unwrapped.save_replay(path))")
     p.add_argument("out", help="the GIF to write")
     p.add_argument("--viewer", default=None,
                    help="draw this agent's view (e.g. player_0); default: every hand")
-    p.add_argument("--deck-style", choices=("dragon", "tarokka"), default="dragon")
-
-    def positive(text: str) -> float:
-        try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if not v > 0 or v != v or v == float("inf"):
-            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-        return v
-
-    p.add_argument("--fps", type=positive, default=2.0, help="frames a second (default 2)")
+    p.add_argument("--deck-style", choices=DECK_STYLES, default=DECK_STYLES[0])
+    p.add_argument("--fps", type=positive_float, default=2.0, help="frames a second (default 2)")
     p.add_argument("--frames-dir", default=None,
                    help="also write every frame as a numbered PNG in this folder")
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    return run_from_args(build_parser().parse_args(argv))
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Run with parsed arguments (``dragons-egg gif``)."""
     try:
         data = load_replay(args.replay)
         frames, pngs = _write(data, args.out, args.frames_dir, args.viewer, args.deck_style,
