@@ -1,13 +1,30 @@
-"""The simplest opponents: ``random`` (uniform over legal actions) and ``greedy``."""
+"""The simplest opponents: ``random`` (uniform over legal actions) and ``greedy``.
+
+The greedy rule is one function over the legal-action bitmask, :func:`greedy_mask`
+(:func:`greedy_action` on a :class:`~agents.heuristic.RuleContext`): the ``greedy`` agent and
+the ISMCTS ``rollout=greedy`` policy both call it, so they always choose the same action.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from dragons_egg_env.actions import ASK_BASE, DRAGON_BASE, GIVE_BASE, PASS, decode
-from dragons_egg_env.cards import EGG
+from dragons_egg_env.actions import GIVE_BASE, PASS
+from dragons_egg_env.cards import EGG, EGG_BIT, NUMBERED_MASK
 
 from .base import Agent, legal_from_mask
+from .heuristic import (
+    COUNT_PLAYS,
+    DRAGON_PLAYS,
+    PLAY_ACTIONS,
+    SUITS_PER_NUMBER,
+    RuleContext,
+    mask_to_int,
+    strongest_ask,
+)
+
+#: Play counts from the most cards to the fewest (the greedy order).
+_COUNTS_DOWN = tuple(range(SUITS_PER_NUMBER, 0, -1))
 
 
 class RandomAgent(Agent):
@@ -20,31 +37,58 @@ class RandomAgent(Agent):
         return legal[self.rng.randrange(len(legal))]
 
 
+def greedy_mask(m: int) -> int:
+    """The greedy rule on a legal-action bitmask (``-1`` when nothing is legal).
+
+    Play: the numbered play with the most cards, the weakest (highest) number among those
+    (completions included, R11, R12); a dragon card only when no numbered play is legal, then
+    as many as allowed (R16). Tribute: ask for a dragon card, else the lowest numbered card
+    (as H8); give back the Egg when allowed (R33), else the weakest numbered card (the highest
+    in card order), a dragon card only when no numbered card is left. Otherwise pass.
+    """
+    if not m & (m - 1):  # one legal action (or none)
+        return m.bit_length() - 1
+    plays = m & PLAY_ACTIONS
+    if plays:
+        for c in _COUNTS_DOWN:
+            x = plays & COUNT_PLAYS[c]
+            if x:
+                return x.bit_length() - 1
+    dragons = m & DRAGON_PLAYS
+    if dragons:
+        return dragons.bit_length() - 1  # the most dragon cards allowed
+    ask = strongest_ask(m)
+    if ask != PASS:
+        return ask
+    gives = m >> GIVE_BASE
+    if gives:
+        if gives & EGG_BIT:
+            return GIVE_BASE + EGG
+        x = gives & NUMBERED_MASK
+        return GIVE_BASE + (x.bit_length() - 1 if x else (gives & -gives).bit_length() - 1)
+    return PASS if m & 1 else (m & -m).bit_length() - 1
+
+
+def greedy_action(ctx: RuleContext) -> int:
+    """The greedy rule in a rule context: it reads only the legal actions, ``ctx.mask``."""
+    return greedy_mask(ctx.mask)
+
+
 def greedy_choice(legal: list[int]) -> int:
-    """The greedy rule on a list of legal actions (see :class:`GreedyAgent`)."""
-    plays = [a for a in legal if 0 < a < ASK_BASE]
-    if plays:  # most cards first, then the weakest (highest) number; a dragon card last
-        return max(plays, key=lambda a: (decode(a)[2], decode(a)[1]) if a < DRAGON_BASE
-                   else (decode(a)[1], 0))
-    asks = [a for a in legal if ASK_BASE <= a < GIVE_BASE]
-    if asks:  # the strongest card: dragon cards, then low numbers
-        return min(asks, key=lambda a: (a - ASK_BASE < 40, a))
-    gives = [a for a in legal if a >= GIVE_BASE]
-    if gives:  # the Egg if allowed, else the weakest numbered card
-        egg = GIVE_BASE + EGG
-        if egg in legal:
-            return egg
-        numbered = [a for a in gives if a - GIVE_BASE < 40]
-        return max(numbered) if numbered else gives[0]
-    return PASS if PASS in legal else legal[0]
+    """The greedy rule on a list of legal actions (see :func:`greedy_mask`)."""
+    m = 0
+    for a in legal:
+        m |= 1 << a
+    return greedy_mask(m)
 
 
 class GreedyAgent(Agent):
     """Always shed the play that gets rid of the most cards, weakest numbers first (a dragon
-    card only when nothing else sheds); in the tribute ask for dragon cards then low numbers,
-    give back the weakest card."""
+    card only when no numbered play is legal); in the tribute ask for dragon cards then low
+    numbers, give back the weakest card. It reads only its legal actions, so it does not
+    decode the observation."""
 
     name = "greedy"
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        return greedy_choice(legal_from_mask(action_mask))
+        return greedy_mask(mask_to_int(action_mask))

@@ -4,9 +4,11 @@ import random
 
 import numpy as np
 import pytest
+from support import random_states
+from test_no_leak import shuffled_hidden
 
 from agents import AgentSpecError, available, make_agent, parse_spec
-from agents.heuristic import HeuristicAgent
+from agents.heuristic import HeuristicAgent, strongest_ask, weakest_give
 from agents.runner import play_match
 from agents.sampling import sample_world
 from dragons_egg_env import actions as A
@@ -15,9 +17,6 @@ from dragons_egg_env import engine as E
 from dragons_egg_env.cards import ALL_CARDS, EGG_BIT, iter_cards, mask_of
 from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.observation import Encoder, decode
-
-from support import random_states
-from test_no_leak import shuffled_hidden
 
 
 def test_registry_names_and_specs():
@@ -102,14 +101,17 @@ def test_heuristic_h5_holds_back_strong_cards():
 
 
 def test_heuristic_tribute_asks_dragons_then_low_numbers_and_gives_weakest_single():
-    bot = HeuristicAgent(seed=0)
+    def mask(actions):
+        return sum(1 << a for a in actions)
+
     legal = [A.PASS, A.ask("1E"), A.ask("2W"), A.ask("HORSEMAN"), A.ask("9L")]
-    assert bot._ask(legal) == A.ask("HORSEMAN")            # H8
-    assert bot._ask(legal[:3]) == A.ask("1E")
+    assert strongest_ask(mask(legal)) == A.ask("HORSEMAN")            # H8
+    assert strongest_ask(mask(legal[:3])) == A.ask("1E")
     hand = mask_of("1E 9E 9W 8L BEAST".split())
     legal = [A.give(c) for c in "1E 9E 9W 8L BEAST".split()]
-    assert bot._give(legal, hand) == A.give("8L")           # H9: the weakest single
-    assert bot._give(legal + [A.give("EGG")], hand | EGG_BIT) == A.give("EGG")
+    th = E.thermometer(hand)
+    assert weakest_give(mask(legal), hand, th) == A.give("8L")           # H9: the weakest single
+    assert weakest_give(mask(legal + [A.give("EGG")]), hand | EGG_BIT, th) == A.give("EGG")
 
 
 def _random_states(n, rounds, seeds, flags=None):
@@ -130,7 +132,7 @@ def _random_states(n, rounds, seeds, flags=None):
 def test_sampled_world_is_consistent_with_what_the_player_knows(n, flags, seeds):
     rng = random.Random(0)
     checked = 0
-    for env, agent, obs in _random_states(n, 3, range(seeds), flags):
+    for env, _agent, obs in _random_states(n, 3, range(seeds), flags):
         cfg = env.config
         view = decode(obs["observation"], n, cfg.num_rounds)
         world = sample_world(view, cfg, rng)
