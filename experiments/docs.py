@@ -13,8 +13,8 @@ and replaces the flags table of the hand-written ``docs/rules.md`` between the m
 ``<!-- flags:start -->`` and ``<!-- flags:end -->``.
 
 ``python -m experiments.docs --check`` writes nothing; it exits with status 1, naming each
-stale file, when any of them differs from what the code generates (``tests/test_docs.py`` runs
-the same check).
+stale file, when any of them differs from what the code generates
+(``tests/experiments/test_docs.py`` runs the same check).
 """
 
 from __future__ import annotations

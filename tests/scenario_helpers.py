@@ -1,4 +1,4 @@
-"""Helpers for scenario tests on fixed deals (``tests/test_rules.py``).
+"""Helpers for scenario tests on fixed deals (``tests/env/test_rules.py``).
 
 A deal is written as one space-separated string of card codes per seat, with exactly one seat
 given ``REST``: that seat takes every card the others do not hold, so a deal names only the

@@ -4,6 +4,9 @@ import random
 
 import numpy as np
 
+from dragons_egg_env import engine as E
+from dragons_egg_env.cards import EGG_BIT, iter_cards
+
 
 def random_match(env, rng: random.Random, max_steps: int = 100_000, on_step=None):
     """Play random legal actions through the AEC loop until every agent is done."""
@@ -35,3 +38,31 @@ def random_states(env, rng: random.Random):
         yield agent, obs
         legal = np.flatnonzero(obs["action_mask"])
         env.step(int(legal[rng.randrange(len(legal))]))
+
+
+def shuffled_hidden(s: E.State, observer: int, rng: random.Random) -> E.State:
+    """A copy of ``s`` in which the cards the observer cannot see are reshuffled among the
+    other players, keeping each hand's size and everything the observer knows: the Egg stays
+    where it is and, for the two tribute players, every card named in the tribute stays put."""
+    t = s.clone()
+    fixed = EGG_BIT
+    if observer in (s.dragon, s.victim):
+        fixed |= s.asked | s.hits | s.given
+    others = [q for q in range(s.n) if q != observer]
+    pool = []
+    for q in others:
+        pool += list(iter_cards(s.hands[q] & ~fixed))
+    rng.shuffle(pool)
+    k = 0
+    for q in others:
+        keep = s.hands[q] & fixed
+        free = (s.hands[q] & ~fixed).bit_count()
+        hand = keep
+        for c in pool[k:k + free]:
+            hand |= 1 << c
+            t.owner[c] = q
+        k += free
+        t.hands[q] = hand
+    t.th = [E.thermometer(h) for h in t.hands]
+    t.mask = -1
+    return t

@@ -27,7 +27,7 @@ from dragons_egg_env.cards import (
 from dragons_egg_env.config import MAX_ASKS, TABLE_SIZES, RulesConfig
 from dragons_egg_env.observation import Encoder, decode
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 ASK_CHOICES = (0, 1, 2, 5, MAX_ASKS)
 
 

@@ -17,7 +17,7 @@ from dragons_egg_env.config import ConfigError, RulesConfig
 from dragons_egg_env.observation import layout
 from experiments import docs
 
-DOCS_DIR = Path(__file__).resolve().parent.parent / "docs"
+DOCS_DIR = Path(__file__).resolve().parents[2] / "docs"
 RULES_MD = DOCS_DIR / "rules.md"
 RULE_IDS = [f"R{i}" for i in range(1, 35)]
 FIELDS = RulesConfig.field_names()

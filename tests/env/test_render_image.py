@@ -1,10 +1,10 @@
-"""Image rendering (``render_mode="rgb_array"``, ``render_image``) and replay GIFs."""
+"""Image rendering (``render_mode="rgb_array"``, ``render_image``); replay GIFs are in
+``tests/experiments/test_gif.py``."""
 
 import json
 import random
 import subprocess
 import sys
-from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -12,17 +12,16 @@ import pytest
 pytest.importorskip("PIL", reason="image rendering needs Pillow (the 'render' extra)")
 
 from pettingzoo.test import render_test  # noqa: E402
-from PIL import Image  # noqa: E402
-from support import random_match  # noqa: E402
-from test_no_leak import shuffled_hidden  # noqa: E402
+from support import (
+    random_match,  # noqa: E402
+    shuffled_hidden,  # noqa: E402
+)
 
 from dragons_egg_env import actions as A  # noqa: E402
 from dragons_egg_env import dragons_egg_v0  # noqa: E402
 from dragons_egg_env import engine as E  # noqa: E402
 from dragons_egg_env.cards import EGG  # noqa: E402
 from dragons_egg_env.render_image import image_size, render_rgb  # noqa: E402
-from dragons_egg_env.replay import ReplayError  # noqa: E402
-from experiments.gif import _action_text, main, replay_frames, replay_to_frames, replay_to_gif  # noqa: E402
 
 
 def play_random(env, steps, seed=0):
@@ -153,6 +152,8 @@ def test_tribute_exchange_only_in_the_two_players_images():
     while not (env.phase() == "ask" and env.engine_state.asked):
         legal = env.legal_actions()
         env.step(legal[rng.randrange(len(legal))])
+    from experiments.gif import _action_text  # the GIF captions hide it the same way
+
     s = env.engine_state
     blank = s.clone()
     blank.asked = blank.hits = blank.given = 0
@@ -229,83 +230,7 @@ def test_missing_pillow_is_a_clear_error(monkeypatch):
 
 def test_modules_import_without_pillow():
     code = ("import sys; sys.modules['PIL'] = None\n"
-            "import dragons_egg_env.render_image, experiments.gif\n"
+            "import dragons_egg_env.render_image\n"
             "from dragons_egg_env import dragons_egg_v0\n"
             "assert 'rgb_array' in dragons_egg_v0.raw_env.metadata['render_modes']\n")
     subprocess.run([sys.executable, "-c", code], check=True)
-
-
-# -- replays as GIFs and frames -----------------------------------------------------------
-def test_gif_round_trip_has_one_frame_per_step(tmp_path, replay_file, replay_data):
-    out = tmp_path / "match.gif"
-    steps = len(replay_data["actions"])
-    assert replay_to_gif(replay_file, out, fps=5) == steps + 1
-    with Image.open(out) as gif:
-        assert gif.format == "GIF"
-        assert gif.n_frames == steps + 1
-        durations = []
-        for k in range(gif.n_frames):
-            gif.seek(k)
-            durations.append(gif.info["duration"])
-        assert durations[0] == 200 and durations[-1] > durations[0]  # a hold on the last
-    # a viewer's GIF of an unfinished match from the dict, in the other deck style
-    view = tmp_path / "view.gif"
-    part = dict(replay_data, actions=replay_data["actions"][:6], finished=False)
-    assert replay_to_gif(part, view, viewer="player_1", deck_style="tarokka") == 7
-    with Image.open(view) as gif:
-        assert gif.n_frames == 7
-
-
-def test_frames_are_numbered_pngs_and_deterministic(tmp_path, replay_data):
-    data = dict(replay_data, actions=replay_data["actions"][:4], finished=False)
-    paths = replay_to_frames(data, tmp_path / "frames", viewer="player_0")
-    assert [p.name for p in paths] == [f"frame_{k:04d}.png" for k in range(5)]
-    frames = list(replay_frames(data, viewer="player_0"))
-    for path, frame in zip(paths, frames, strict=True):
-        with Image.open(path) as im:
-            assert np.array_equal(np.asarray(im.convert("RGB")), frame)
-    assert len({f.shape for f in frames}) == 1
-    assert all(not np.array_equal(a, b) for a, b in pairwise(frames))
-
-
-def test_gif_errors(tmp_path, replay_file, replay_data):
-    out = tmp_path / "x.gif"
-    with pytest.raises(ValueError, match="not an agent of this replay"):
-        replay_to_gif(replay_data, out, viewer="player_5")
-    bad = dict(replay_data, actions=replay_data["actions"][:3] + [["player_0", 133]])
-    with pytest.raises(ReplayError, match="step 3"):
-        replay_to_gif(bad, out)
-    with pytest.raises(ReplayError):
-        replay_to_gif(tmp_path / "missing.json", out)
-    assert not out.exists()  # nothing written for a faulty replay
-
-
-def test_command_line(tmp_path, replay_file, replay_data, capsys):
-    out = tmp_path / "cli.gif"
-    frames = tmp_path / "frames"
-    data = dict(replay_data, actions=replay_data["actions"][:3], finished=False)
-    short = tmp_path / "short.json"
-    short.write_text(json.dumps(data))
-    assert main([str(short), str(out), "--viewer", "player_0", "--deck-style", "tarokka",
-                 "--fps", "3", "--frames-dir", str(frames)]) == 0
-    assert "4 frames" in capsys.readouterr().out
-    with Image.open(out) as gif:
-        assert gif.n_frames == 4
-    assert len(list(frames.glob("frame_*.png"))) == 4
-
-    assert main([str(short), str(tmp_path / "y.gif"), "--viewer", "player_7"]) == 2
-    err = capsys.readouterr().err
-    assert "player_7" in err and "not an agent" in err
-
-    corrupt = tmp_path / "corrupt.json"
-    corrupt.write_text('{"format": "dragons-egg-replay", ')
-    assert main([str(corrupt), str(tmp_path / "z.gif")]) == 2
-    assert "not valid JSON" in capsys.readouterr().err
-
-    assert main([str(tmp_path / "nope.json"), str(tmp_path / "z.gif")]) == 2
-    assert "cannot read replay" in capsys.readouterr().err
-    assert not (tmp_path / "y.gif").exists() and not (tmp_path / "z.gif").exists()
-
-    with pytest.raises(SystemExit) as exc:
-        main([str(short), str(out), "--fps", "0"])
-    assert exc.value.code == 2

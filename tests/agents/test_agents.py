@@ -4,8 +4,7 @@ import random
 
 import numpy as np
 import pytest
-from support import random_states
-from test_no_leak import shuffled_hidden
+from support import random_states, shuffled_hidden
 
 from agents import AgentSpecError, available, make_agent, parse_spec
 from agents.heuristic import HeuristicAgent, strongest_ask, weakest_give

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FRAMEWORKS = ("pettingzoo", "gymnasium", "numpy", "torch", "ray", "agents", "experiments")
 
 

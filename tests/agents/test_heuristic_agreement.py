@@ -9,8 +9,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from support import random_states
-from test_no_leak import shuffled_hidden
+from support import random_states, shuffled_hidden
 
 from agents import make_agent
 from agents.heuristic import (
