@@ -31,6 +31,24 @@ class Agent:
         self.config = RulesConfig()
         self.max_players = self.config.num_players
 
+    @classmethod
+    def check_options(cls, **options: Any) -> None:
+        """Check an agent's options when its spec is read, before anything heavy loads.
+
+        Called by :func:`agents.parse_spec` with every option of the constructor but
+        ``seed`` (the spec's values, converted, over the defaults); raise ``ValueError`` with a
+        one-line message naming the bad option. Cheap checks only (a file exists, a number
+        is in range): no model loading, no torch or ray. The default accepts everything."""
+
+    @classmethod
+    def table_limit(cls, **options: Any) -> int | None:
+        """The largest table this agent can play with these options (``None``: any table).
+
+        :func:`agents.check_spec_for_table` calls it with the same options as
+        :meth:`check_options`; a learned policy reads the table size it was trained for from
+        its checkpoint here, cheaply."""
+        return None
+
     @property
     def label(self) -> str:
         """How the agent is named in reports (its registry spec, by default)."""
@@ -60,3 +78,13 @@ class Agent:
 def legal_from_mask(action_mask: np.ndarray) -> list[int]:
     """The legal actions of a mask, ascending."""
     return [int(a) for a in np.flatnonzero(action_mask)]
+
+
+def one_line(exc: BaseException, limit: int = 160) -> str:
+    """``"Type: message"`` of an exception on one line (its first line, shortened), for
+    one-line errors about files a library failed to load."""
+    lines = str(exc).strip().splitlines()
+    text = lines[0].strip() if lines else ""
+    if len(text) > limit:
+        text = text[:limit - 3] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -24,6 +24,7 @@ import math
 import random
 import time as _time
 from collections.abc import Callable
+from numbers import Integral, Real
 
 import numpy as np
 
@@ -86,6 +87,24 @@ ROLLOUTS: dict[str, RolloutPolicy] = {
 }
 
 
+def check_options(iterations: int = 200, time: float = 0.0, c: float = 0.7,
+                  rollout: str | RolloutPolicy = "heuristic", epsilon: float = 0.1) -> None:
+    """Check the options of an ``ismcts`` agent (a ``ValueError`` naming the first bad one).
+
+    The registry calls it when a spec is read (``ismcts:iterations=0`` is an error before any
+    match starts); the agent's constructor calls it too."""
+    if isinstance(iterations, bool) or not isinstance(iterations, Integral) or iterations < 1:
+        raise ValueError(f"iterations must be >= 1, got {iterations}")
+    if not (isinstance(time, Real) and math.isfinite(time) and time >= 0):
+        raise ValueError(f"time must be >= 0 seconds, got {time}")
+    if not (isinstance(c, Real) and math.isfinite(c) and c >= 0):
+        raise ValueError(f"c must be a number >= 0, got {c}")
+    if not callable(rollout) and rollout not in ROLLOUTS:
+        raise ValueError(f"rollout must be one of {', '.join(ROLLOUTS)}; got {rollout!r}")
+    if not (isinstance(epsilon, Real) and 0.0 <= epsilon <= 1.0):
+        raise ValueError(f"epsilon must be in [0, 1], got {epsilon}")
+
+
 class _Node:
     __slots__ = ("children", "visits", "reward", "avail", "player")
 
@@ -106,15 +125,11 @@ class ISMCTSAgent(Agent):
                  c: float = 0.7, rollout: str | RolloutPolicy = "heuristic",
                  epsilon: float = 0.1) -> None:
         super().__init__(seed)
-        if iterations < 1:
-            raise ValueError(f"ismcts: iterations must be >= 1, got {iterations}")
-        if time < 0:
-            raise ValueError(f"ismcts: time must be >= 0 seconds, got {time}")
-        if not callable(rollout) and rollout not in ROLLOUTS:
-            raise ValueError(f"ismcts: rollout must be one of {', '.join(ROLLOUTS)}; "
-                             f"got {rollout!r}")
-        if not 0.0 <= epsilon <= 1.0:
-            raise ValueError(f"ismcts: epsilon must be in [0, 1], got {epsilon}")
+        try:
+            check_options(iterations=iterations, time=time, c=c, rollout=rollout,
+                          epsilon=epsilon)
+        except ValueError as exc:
+            raise ValueError(f"ismcts: {exc}") from None
         self.iterations = iterations
         self.time = time
         self.c = c
@@ -122,6 +137,11 @@ class ISMCTSAgent(Agent):
         #: The rollout policy (a plug-in: any :data:`RolloutPolicy`).
         self.rollout: RolloutPolicy = rollout if callable(rollout) else ROLLOUTS[rollout]
         self.last_root: _Node | None = None
+
+    @classmethod
+    def check_options(cls, **options) -> None:
+        """The spec-time check (:func:`check_options`)."""
+        check_options(**options)
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         legal = legal_from_mask(action_mask)

@@ -12,9 +12,27 @@ import numpy as np
 
 from dragons_egg_env.observation import pad, players_for_size
 
-from .base import Agent
+from .base import Agent, one_line
 
 _CACHE: dict[str, Any] = {}
+#: The file every exported RLlib module folder has (``Checkpointable``).
+CTOR_FILE = "class_and_ctor_args.pkl"
+
+
+def check_module_folder(path: str) -> None:
+    """Check, without ray, that ``path`` looks like an exported RLlib module folder (a
+    ``ValueError`` naming the problem)."""
+    if not path:
+        raise ValueError("path is required: rllib:path=FOLDER (an exported module, "
+                         "<out>/main_module of experiments.train_rllib)")
+    p = Path(path)
+    if not p.exists():
+        raise ValueError(f"exported module folder {p} does not exist")
+    if not p.is_dir():
+        raise ValueError(f"{p} is a file; the rllib agent's path is an exported module "
+                         "folder (<out>/main_module of experiments.train_rllib)")
+    if not (p / CTOR_FILE).is_file():
+        raise ValueError(f"{p} is not an exported RLlib module folder (it has no {CTOR_FILE})")
 
 
 class RLlibAgent(Agent):
@@ -22,24 +40,40 @@ class RLlibAgent(Agent):
 
     def __init__(self, seed: int | None = None, path: str = "") -> None:
         super().__init__(seed)
+        check_module_folder(path)
         p = Path(path)
-        if not path or not p.is_dir():
-            raise ValueError(f"rllib: path must be an exported module folder, got {path!r}")
         key = str(p.resolve())
         if key not in _CACHE:
-            from ray.rllib.core.rl_module.rl_module import RLModule
-
+            try:
+                from ray.rllib.core.rl_module.rl_module import RLModule
+            except ImportError as exc:
+                raise ValueError("the rllib agent needs the 'rllib' extra: pip install "
+                                 f"'dragons-egg[rllib]' ({exc})") from None
             try:
                 _CACHE[key] = RLModule.from_checkpoint(key)
             except Exception as exc:  # noqa: BLE001 - many kinds of bad folders
-                raise ValueError(f"rllib: cannot load a module from {p}: "
-                                 f"{type(exc).__name__}: {exc}") from None
+                raise ValueError(f"cannot load a module from {p}: {one_line(exc)}") from None
         self.module = _CACHE[key]
-        size = self.module.observation_space["observations"].shape[0]
-        self.policy_players = players_for_size(size)
-        if self.policy_players is None:
-            raise ValueError(f"rllib: the module at {p} does not take Dragon's Egg "
-                             "observations")
+        self.path = p
+        try:
+            size = self.module.observation_space["observations"].shape[0]
+        except (AttributeError, KeyError, TypeError, IndexError):
+            size = -1
+        players = players_for_size(size)
+        if players is None:
+            raise ValueError(f"the module at {p} does not take Dragon's Egg observations")
+        self.policy_players: int = players
+
+    @classmethod
+    def check_options(cls, path: str = "") -> None:
+        check_module_folder(path)
+
+    def start_match(self, seat, config, max_players=None) -> None:
+        super().start_match(seat, config, max_players)
+        if self.max_players > self.policy_players:
+            raise ValueError(f"the module at {self.path} was trained for tables of up to "
+                             f"{self.policy_players} players and cannot play a table of "
+                             f"{self.max_players}")
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         import torch

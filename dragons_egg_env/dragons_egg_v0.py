@@ -55,8 +55,19 @@ Arguments
     ``num_players``). ``deck_style``: ``"dragon"`` or ``"tarokka"`` (R2) for rendering.
 
     ``reset(seed=None, options={"deals": [deal_round_0, ...]})`` plays the given deals (each one
-    list of card codes per seat) in those rounds and random deals after; other option keys are
-    ignored.
+    list of card codes per seat) in the first rounds and deals the later rounds at random (from
+    the seed); other option keys are ignored. ``seed`` is ``None`` or a non-negative integer (a
+    numpy integer too); ``options`` is ``None`` or a dict. More deals than ``num_rounds``, a
+    single deal's hands without the per-round list around them, bools, floats, strings, bytes and
+    negative seeds are errors.
+
+Actions and agents
+    ``step`` takes what ``Discrete(134).contains`` accepts (an ``int`` or numpy integer, a 0-d
+    integer array) except bools; whole-number floats are out of the action space, as Gymnasium
+    has it. Every method that takes an agent name refuses an unknown one with an
+    :class:`UnknownAgentError` that lists the agents; every method that reads the match
+    (``observe``, ``last``, ``hand``, ``scores``, ``phase``, ...) raises :class:`OrderError`
+    before ``reset()``.
 
 Version history
     * v0: initial release.
@@ -65,9 +76,11 @@ Version history
 from __future__ import annotations
 
 import json
+import os
 import random
 import secrets
-from collections.abc import Iterator
+import stat
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import gymnasium
@@ -85,7 +98,9 @@ from .render import render_text
 
 ENV_NAME = "dragons_egg_v0"
 REPLAY_FORMAT = "dragons-egg-replay"
-REPLAY_VERSION = 1
+#: Version 2 records the final scores, a digest and ``partial``; see
+#: :mod:`dragons_egg_env.replay` (which still reads version 1).
+REPLAY_VERSION = 2
 
 
 class IllegalMoveError(ValueError):
@@ -101,10 +116,57 @@ class OrderError(AssertionError):
     ``OrderEnforcingWrapper`` reports it."""
 
 
-def _parse_deals(raw: Any, n: int) -> list[list[int]]:
+class UnknownAgentError(KeyError, ValueError):
+    """An agent name that is not one of the env's agents (the message lists them). A
+    ``KeyError`` (as the dict lookup it replaces) and a ``ValueError``."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+def action_index(action: Any) -> int | None:
+    """``action`` as a Python int when it is an integer as ``Discrete.contains`` takes one
+    (``int``, numpy integer, 0-d integer array), bools excepted; ``None`` otherwise (floats,
+    whole-number ones too, strings, ``None``). The range is not checked."""
+    if isinstance(action, (int, np.integer)):
+        return None if isinstance(action, bool) else int(action)
+    if isinstance(action, np.ndarray) and action.shape == () \
+            and np.issubdtype(action.dtype, np.integer):
+        return int(action)
+    return None
+
+
+def match_seed(seed: Any) -> int:
+    """``reset``'s seed as a Python int: a non-negative integer (numpy integers too). Bools,
+    floats, strings, bytes and other types are a ``TypeError``, negative seeds a
+    ``ValueError`` (``random.Random`` would play ``-s`` as ``s``)."""
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        value = int(seed)
+        if value < 0:
+            raise ValueError(f"seed must be a non-negative integer or None, got {value}")
+        return value
+    raise TypeError(f"seed must be a non-negative integer or None, got "
+                    f"{type(seed).__name__} {seed!r}")
+
+
+def _looks_like_one_deal(raw: Any) -> bool:
+    """``raw`` is a list of hands (lists of card codes), not a list of deals."""
+    first = raw[0] if raw else None
+    return isinstance(first, (list, tuple)) and bool(first) and all(
+        isinstance(c, (str, int)) and not isinstance(c, bool) for c in first)
+
+
+def _parse_deals(raw: Any, n: int, num_rounds: int) -> list[list[int]]:
     """``options["deals"]`` (per round, one list of card codes per seat) as card bitmasks."""
     if not isinstance(raw, (list, tuple)):
         raise ValueError(f"options['deals'] must be a list of deals, got {type(raw).__name__}")
+    if _looks_like_one_deal(raw):
+        raise ValueError("options['deals'] is a list of deals, one per round, each a list of "
+                         "hands; this looks like the hands of one deal: wrap it in a list, "
+                         "options={'deals': [[hand_0, hand_1, ...]]}")
+    if len(raw) > num_rounds:
+        raise ValueError(f"options['deals'] holds {len(raw)} deals but the match has "
+                         f"{num_rounds} round(s) (num_rounds)")
     out = []
     for r, deal_ in enumerate(raw):
         if not isinstance(deal_, (list, tuple)):
@@ -137,6 +199,9 @@ class raw_env(AECEnv):
         "is_parallelizable": False,
         "render_fps": 2,
     }
+    #: What :mod:`dragons_egg_env.replay` verified when it built this env from a replay (a
+    #: ``ReplayCheck``, set at the end of ``replay()`` / ``iter_replay()``); ``None`` otherwise.
+    replay_check: Any = None
 
     def __init__(self, render_mode: str | None = None, max_players: int | None = None,
                  deck_style: str = "dragon", *, _terminate_illegal: bool = False,
@@ -181,17 +246,17 @@ class raw_env(AECEnv):
         self._s: E.State | None = None
 
     # -- PettingZoo API -----------------------------------------------------------------
-    def observation_space(self, agent: str) -> spaces.Space:
-        return self.observation_spaces[agent]
-
-    def action_space(self, agent: str) -> spaces.Space:
-        return self.action_spaces[agent]
-
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         deals = []
+        if options is not None and not isinstance(options, Mapping):
+            raise TypeError(f"options must be a dict (such as {{'deals': [...]}}) or None, got "
+                            f"{type(options).__name__} {options!r}")
         if options and "deals" in options:
-            deals = _parse_deals(options["deals"], self.config.num_players)
-        if seed is None:
+            deals = _parse_deals(options["deals"], self.config.num_players,
+                                 self.config.num_rounds)
+        if seed is not None:
+            seed = match_seed(seed)
+        else:
             # A fresh match seed: drawn from the previous match's generator (so a seeded
             # sequence of resets stays reproducible) or from the OS for the first reset. The
             # replay records it, and it alone reproduces the match's random deals.
@@ -278,17 +343,14 @@ class raw_env(AECEnv):
             self._accumulate_rewards()
 
     def _checked_action(self, agent: str, action: Any) -> int:
-        """``action`` as an int in the action space (an integer-valued number, not a bool);
+        """``action`` as an int in the action space (see :func:`action_index`);
         :class:`ActionOutOfBoundsError` otherwise."""
-        try:
-            a = int(action)
-            ok = a == action and not isinstance(action, (bool, np.bool_))
-        except (TypeError, ValueError, OverflowError):
-            ok = False
-        if not ok or not 0 <= a < NUM_ACTIONS:
+        a = action_index(action)
+        if a is None or not 0 <= a < NUM_ACTIONS:
             raise ActionOutOfBoundsError(
                 f"{agent}: action {action!r} is outside the action space "
-                f"Discrete({NUM_ACTIONS}) (an integer 0..{NUM_ACTIONS - 1})")
+                f"Discrete({NUM_ACTIONS}) (an integer 0..{NUM_ACTIONS - 1}, not a bool or a "
+                f"float)")
         return a
 
     def _clear_last_outputs(self) -> None:
@@ -328,8 +390,11 @@ class raw_env(AECEnv):
             self.infos[a]["round_result"] = info
         self._result_in_infos = True
 
-    def _end_by_illegal(self, agent: str, a: int) -> None:
-        EnvLogger.warn_on_illegal_move()
+    def _end_by_illegal(self, agent: str, a: int, warn: bool = True) -> None:
+        """End the match for ``agent``'s illegal action ``a`` (``env()``; replays of such a
+        match call it too, with ``warn=False``)."""
+        if warn:
+            EnvLogger.warn_on_illegal_move()
         self._illegal = (self.agent_name_mapping[agent], a)
         self._cumulative_rewards[agent] = 0.0
         for k in self.agents:
@@ -349,7 +414,10 @@ class raw_env(AECEnv):
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         if not self._has_reset:
             raise OrderError("reset() needs to be called before observe.")
-        i = self.agent_name_mapping[agent]
+        try:
+            i = self.agent_name_mapping[agent]
+        except (KeyError, TypeError):
+            raise self._unknown_agent(agent) from None
         s = self._s
         obs = self._encoder.encode(s, i)
         if s.current == i and self._cur_mask is not None and self._illegal is None:
@@ -357,6 +425,16 @@ class raw_env(AECEnv):
         else:
             mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
         return {"observation": obs, "action_mask": mask}
+
+    def last(self, observe: bool = True
+             ) -> tuple[dict[str, np.ndarray] | None, float, bool, bool, dict[str, Any]]:
+        """Observation, cumulative reward, termination, truncation and info of
+        ``agent_selection`` (PettingZoo's ``last``, with the order check)."""
+        if not self._has_reset:
+            raise OrderError("reset() needs to be called before last.")
+        agent = self.agent_selection
+        return (self.observe(agent) if observe else None, self._cumulative_rewards[agent],
+                self.terminations[agent], self.truncations[agent], self.infos[agent])
 
     def state(self) -> np.ndarray:
         if not self._has_reset:
@@ -380,7 +458,8 @@ class raw_env(AECEnv):
 
     def render_table(self, viewer: str | None = None) -> str:
         """The table as text: ``viewer`` (an agent) sees its own hand only; ``None`` all."""
-        seat = None if viewer is None else self.agent_name_mapping[viewer]
+        self._need_reset("render_table")
+        seat = None if viewer is None else self._seat(viewer)
         return render_text(self._s, self.possible_agents, seat, self.deck_style)
 
     def render_image(self, viewer: str | None = None) -> np.ndarray:
@@ -388,7 +467,8 @@ class raw_env(AECEnv):
         own hand only; ``None`` all."""
         from .render_image import render_rgb
 
-        seat = None if viewer is None else self.agent_name_mapping[viewer]
+        self._need_reset("render_image")
+        seat = None if viewer is None else self._seat(viewer)
         return render_rgb(self._s, self.possible_agents, seat, self.deck_style)
 
     def close(self) -> None:
@@ -400,43 +480,89 @@ class raw_env(AECEnv):
         return _OrderedIter(self, max_iter)
 
     # -- inspection ---------------------------------------------------------------------
+    def _need_reset(self, what: str) -> None:
+        if not self._has_reset:
+            raise OrderError(f"reset() needs to be called before {what}.")
+
+    def _unknown_agent(self, agent: Any) -> UnknownAgentError:
+        return UnknownAgentError(f"unknown agent {agent!r}; the agents are "
+                                 f"{', '.join(self.possible_agents)}")
+
+    def _seat(self, agent: str) -> int:
+        """Seat of ``agent``; :class:`UnknownAgentError` (listing the agents) otherwise."""
+        try:
+            return self.agent_name_mapping[agent]
+        except (KeyError, TypeError):
+            raise self._unknown_agent(agent) from None
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        try:
+            return self.observation_spaces[agent]
+        except (KeyError, TypeError):
+            raise self._unknown_agent(agent) from None
+
+    def action_space(self, agent: str) -> spaces.Space:
+        try:
+            return self.action_spaces[agent]
+        except (KeyError, TypeError):
+            raise self._unknown_agent(agent) from None
+
     @property
     def engine_state(self) -> E.State:
         """The engine state (the full hidden state; never hand it to an agent)."""
+        self._need_reset("engine_state")
         return self._s
 
     def hand(self, agent: str) -> list[str]:
         """The card codes in ``agent``'s hand."""
-        return codes(self._s.hands[self.agent_name_mapping[agent]])
+        self._need_reset("hand")
+        return codes(self._s.hands[self._seat(agent)])
 
     def pile(self) -> list[list[str]]:
         """The plays on the current pile, oldest first."""
+        self._need_reset("pile")
         return [codes(c) for _, c in self._s.plays]
 
     def egg_holder(self) -> str:
+        self._need_reset("egg_holder")
         return self.possible_agents[self._s.egg_holder]
 
     def finish_order(self) -> list[str]:
         """Who has gone out this round, in order (the full order once the match is done)."""
+        self._need_reset("finish_order")
         s = self._s
         if s.phase == E.DONE and s.results:
             return [self.possible_agents[q] for q in s.results[-1].order]
         return [self.possible_agents[q] for q in s.finish]
 
     def phase(self) -> str:
+        if not self._has_reset:
+            raise OrderError("reset() needs to be called before phase.")
         return E.PHASE_NAMES[self._s.phase] if self._illegal is None else "done"
 
     def round_index(self) -> int:
+        self._need_reset("round_index")
         return min(self._s.round_idx, self.config.num_rounds - 1)
 
     def legal_actions(self) -> list[int]:
         """The legal actions of ``agent_selection`` (empty once the match is over)."""
+        self._need_reset("legal_actions")
         return [] if self._illegal is not None else E.legal_actions(self._s)
 
     @property
     def scores(self) -> dict[str, float]:
         """Match score of each agent so far (R28)."""
+        self._need_reset("scores")
         return {a: self._s.scores[i] for i, a in enumerate(self.possible_agents)}
+
+    @property
+    def illegal_move(self) -> tuple[str, int] | None:
+        """``(agent, action)`` of the illegal move that ended the match (``env()``), else
+        ``None``."""
+        self._need_reset("illegal_move")
+        if self._illegal is None:
+            return None
+        return self.possible_agents[self._illegal[0]], self._illegal[1]
 
     # -- replays ------------------------------------------------------------------------
     @property
@@ -447,27 +573,47 @@ class raw_env(AECEnv):
         return [list(hands) for hands in self._deals]
 
     def to_replay(self) -> dict[str, Any]:
-        """The match so far as a JSON-ready dict: config, seed, deals and actions."""
+        """The match so far as a JSON-ready dict (:mod:`dragons_egg_env.replay` describes the
+        format): config, seed, deals, actions, how it ended, the scores and a digest. A match
+        that is not over yet is written as a partial replay."""
         if not self._has_reset:
             raise OrderError("reset() needs to be called before to_replay.")
-        names = self.possible_agents
-        return {
-            "format": REPLAY_FORMAT,
-            "version": REPLAY_VERSION,
-            "env": ENV_NAME,
-            "config": self.config.to_dict(),
-            "max_players": self.max_players,
-            "seed": self._seed,
-            "deals": [[codes(h) for h in hands] for hands in self._deals],
-            "actions": [[names[p], a] for p, a in self._actions],
-            "finished": self._s.phase == E.DONE,
-            "illegal_move": None if self._illegal is None
-            else [names[self._illegal[0]], self._illegal[1]],
-        }
+        from .replay import build_replay  # replay imports this module
 
-    def save_replay(self, path: str) -> None:
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_replay(), f, indent=1)
+        s = self._s
+        return build_replay(self.config, self.max_players, self._seed, self._deals,
+                            self._actions, s.scores, finished=s.phase == E.DONE,
+                            illegal_move=self._illegal)
+
+    def save_replay(self, path: str | os.PathLike[str]) -> None:
+        """Write :meth:`to_replay` to ``path`` as JSON. The text goes to a new file beside it
+        that then replaces ``path`` in one step, so a failed save leaves an existing file as it
+        was."""
+        text = json.dumps(self.to_replay(), indent=1)
+        _write_atomically(os.fspath(path), text)
+
+
+def _write_atomically(path: str, text: str) -> None:
+    """Write ``text`` to a temporary file in ``path``'s folder, then rename it over ``path``
+    (``os.replace``): readers see the old file or the new one, never a part."""
+    folder, name = os.path.split(path)
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "x", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))  # keep an existing file's mode
+        except FileNotFoundError:
+            pass
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
 
 
 class _OrderedIter:
@@ -511,4 +657,4 @@ def _register() -> None:
 _register()
 
 __all__ = ["env", "raw_env", "IllegalMoveError", "ActionOutOfBoundsError", "OrderError",
-           "ENV_NAME"]
+           "UnknownAgentError", "action_index", "match_seed", "ENV_NAME"]

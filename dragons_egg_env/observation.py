@@ -11,6 +11,7 @@ are packed from Python ints in one go; a few scaled numbers follow.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 
@@ -45,7 +46,12 @@ class Field:
 
 @dataclass(frozen=True)
 class Layout:
-    """The observation (or, with ``state=True``, the full-state) layout for ``max_players``."""
+    """The observation (or, with ``state=True``, the full-state) layout for ``max_players``.
+
+    Read it as a mapping from field names to slices: ``layout["hand"]`` is a slice,
+    ``"hand" in layout`` tests a name, and iterating (or ``len``) goes over the field names in
+    vector order; :meth:`field` gives a name's :class:`Field`.
+    """
 
     max_players: int
     fields: tuple[Field, ...]
@@ -53,16 +59,27 @@ class Layout:
     size: int
 
     def __getitem__(self, name: str) -> slice:
-        for f in self.fields:
-            if f.name == name:
-                return f.slice
-        raise KeyError(f"no observation field {name!r}")
+        return self.field(name).slice
 
     def field(self, name: str) -> Field:
         for f in self.fields:
             if f.name == name:
                 return f
-        raise KeyError(f"no observation field {name!r}")
+        raise KeyError(f"no observation field {name!r}; the fields are "
+                       f"{', '.join(f.name for f in self.fields)}")
+
+    def __contains__(self, name: object) -> bool:
+        return any(f.name == name for f in self.fields)
+
+    def __iter__(self) -> Iterator[str]:
+        return (f.name for f in self.fields)
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def names(self) -> tuple[str, ...]:
+        """The field names, in vector order."""
+        return tuple(f.name for f in self.fields)
 
 
 def _spec(m: int, state: bool) -> list[tuple[str, int, bool, str]]:
@@ -274,10 +291,21 @@ class ObsView:
         return tuple(p < 0 for p in self.out_place)
 
 
-def decode(obs: np.ndarray, max_players: int, num_rounds: int = 1) -> ObsView:
-    """Decode an observation vector built for ``max_players`` seats (``num_rounds`` scales the
-    scores back). Padding seats are dropped."""
+def decode(obs: np.ndarray, max_players: int, num_rounds: int) -> ObsView:
+    """Decode an observation vector built for ``max_players`` seats in a match of
+    ``num_rounds`` rounds (the vector holds scores and the round index divided by it, so it
+    has no default). Padding seats are dropped."""
+    if max_players not in TABLE_SIZES:
+        raise ValueError(f"max_players must be one of {TABLE_SIZES[0]}..{TABLE_SIZES[-1]}, got "
+                         f"{max_players!r}")
+    if isinstance(num_rounds, bool) or not isinstance(num_rounds, (int, np.integer)) \
+            or num_rounds < 1:
+        raise ValueError(f"num_rounds must be an integer >= 1 (the match's rounds), got "
+                         f"{num_rounds!r}")
     lay = layout(max_players)
+    if np.shape(obs) != (lay.size,):
+        raise ValueError(f"observation has shape {np.shape(obs)}; a {max_players}-seat "
+                         f"observation has shape ({lay.size},)")
     g = {f.name: obs[f.slice] for f in lay.fields}
     present = g["seat_present"]
     n = int(present.sum())

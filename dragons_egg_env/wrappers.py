@@ -24,8 +24,9 @@ pool: ``opponents`` is required. The learner's seat and the table size are drawn
 from the given sets, from the episode seed.
 
 The env has ``action_masks()`` (so MaskablePPO needs no extra wrapper), is seeded by
-``reset(seed)`` and passes Gymnasium's and SB3's env checkers. Importing this module registers
-it with Gymnasium as ``dragons_egg/SingleAgent-v0``; after a plain install,
+``reset(seed)`` (a non-negative integer, numpy integers too) and passes Gymnasium's and SB3's
+env checkers. Importing this module registers it with Gymnasium as
+``dragons_egg/SingleAgent-v0``; after a plain install,
 ``gymnasium.make("dragons_egg_env.wrappers:dragons_egg/SingleAgent-v0", opponents=[...])``
 imports the module first and works in a fresh interpreter.
 """
@@ -42,7 +43,7 @@ from gymnasium import spaces
 
 from .actions import NUM_ACTIONS
 from .config import MAX_PLAYERS, RulesConfig
-from .dragons_egg_v0 import raw_env
+from .dragons_egg_v0 import ActionOutOfBoundsError, action_index, match_seed, raw_env
 from .observation import layout
 
 GYM_ID = "dragons_egg/SingleAgent-v0"
@@ -90,7 +91,8 @@ class SingleAgentEnv(gymnasium.Env):
         max_players: observation padding; default the largest table size.
         illegal_action: ``"terminate"`` (the episode ends, the learner gets -1, as
             ``dragons_egg_v0.env()`` does; the default, which Gymnasium's checker needs) or
-            ``"raise"``.
+            ``"raise"``. An action that is not an integer (a float, whole or not, a bool, a
+            string) is an ``ActionOutOfBoundsError`` either way, as in the AEC env.
         **rule_flags: any rule flag of :class:`~dragons_egg_env.config.RulesConfig`.
     """
 
@@ -184,6 +186,8 @@ class SingleAgentEnv(gymnasium.Env):
     # -- Gymnasium API --------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None
               ) -> tuple[np.ndarray, dict]:
+        if seed is not None:
+            seed = match_seed(seed)  # numpy integers too; Gymnasium takes Python ints only
         super().reset(seed=seed)
         rng = random.Random(int(self.np_random.integers(2**63)))
         sizes = [n for n in self.table_sizes if any(s < n for s in self.seats)]
@@ -211,7 +215,11 @@ class SingleAgentEnv(gymnasium.Env):
         if self._done:
             raise RuntimeError("the episode is over: call reset()")
         env = self._env
-        a = int(action)
+        a = action_index(action)
+        if a is None:
+            raise ActionOutOfBoundsError(
+                f"action {action!r} is outside the action space Discrete({NUM_ACTIONS}) (an "
+                f"integer, not a bool or a float)")
         if not (0 <= a < NUM_ACTIONS and self._mask[a]):
             if self.illegal_action == "raise":
                 env.step(a)  # raises IllegalMoveError naming the action and the legal ones

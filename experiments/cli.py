@@ -1,7 +1,8 @@
 """``dragons-egg``: one command line for playing, tournaments, replays, GIFs and the benchmark.
 
 Every subcommand has ``--help``; a bad argument is a clear error (exit status 2), never a
-traceback.
+traceback. Mistakes found after the command line is read (an agent spec, a checkpoint, a
+replay file, an output name) print the usage of the subcommand, not the top-level one.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .play import add_play_arguments, check_play_args, play_game, replay_game, s
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``dragons-egg`` parser; :func:`subcommand_parser` finds a subcommand's own."""
     parser = argparse.ArgumentParser(prog="dragons-egg",
                                      description="Dragon's Egg: play, evaluate and inspect.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -39,25 +41,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def subcommand_parser(parser: argparse.ArgumentParser, command: str
+                      ) -> argparse.ArgumentParser:
+    """The parser of ``command`` (whose usage an error after parsing should print)."""
+    for action in parser._actions:  # argparse keeps its subparsers only here
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]
+    return parser  # pragma: no cover - every command has a parser
+
+
 def main(argv: list[str] | None = None, read: Callable[[str], str] = stdin_reader,
          out: TextIO | None = None) -> int:
     out = out or sys.stdout
     parser = build_parser()
     args = parser.parse_args(argv)
+    sub = subcommand_parser(parser, args.command)
     if args.command == "play":
-        check_play_args(args, parser)
-        return play_game(args, read, out)
+        check_play_args(args, sub)
+        return play_game(args, read, out, sub)
     if args.command == "tournament":
-        return tournament.run_from_args(args, parser)
+        return tournament.run_from_args(args, sub)
     if args.command == "replay":
         try:
             return replay_game(args, read, out)
-        except ReplayError as exc:
-            parser.exit(2, f"dragons-egg replay: error: {exc}\n")
+        except (ReplayError, OSError) as exc:
+            sub.error(str(exc))
     if args.command == "gif":
-        return gif.run_from_args(args)
+        return gif.run_from_args(args, sub)
     if args.command == "bench":
-        return bench.run_from_args(args, parser) or 0
+        return bench.run_from_args(args, sub) or 0
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover
     return 2
 

@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 
 from dragons_egg_env import engine as E
-from dragons_egg_env.actions import decode
+from dragons_egg_env.actions import decode, describe
 from dragons_egg_env.cards import DECK_STYLES, card_name, iter_cards
 from dragons_egg_env.render_image import render_rgb
-from dragons_egg_env.replay import ReplayError, iter_replay, load_replay
+from dragons_egg_env.replay import ReplayError, iter_replay, load_replay, replay_moves
 
 from .cli_args import positive_float
 
@@ -128,8 +128,8 @@ def replay_frames(replay: dict[str, Any] | str | Path, viewer: str | None = None
 def _frames(data: dict[str, Any], agents: list[str], viewer: str | None,
             deck_style: str) -> Iterator[np.ndarray]:
     seat = None if viewer is None else agents.index(viewer)
-    actions = data["actions"]
-    total = len(actions)
+    moves = replay_moves(data)
+    total = len(moves)
     said: str | None = "the deal"
     for k, env in iter_replay(data):
         s = env.engine_state
@@ -138,7 +138,9 @@ def _frames(data: dict[str, Any], agents: list[str], viewer: str | None,
             caption += "   - match over"
         yield _captioned(render_rgb(s, agents, seat, deck_style), caption)
         if k < total:
-            said = _action_text(s, actions[k], seat, deck_style)
+            agent, action, illegal = moves[k]
+            said = (f"{agent} makes an illegal move ({describe(action)}): the match ends"
+                    if illegal else _action_text(s, [agent, action], seat, deck_style))
 
 
 def _to_palette(Image: Any, frame: np.ndarray) -> Any:
@@ -152,7 +154,7 @@ def _write(data: dict[str, Any], gif_path: str | Path | None, frames_dir: str | 
     if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not fps > 0:
         raise ValueError(f"fps must be a positive number, got {fps!r}")
     agents = _check(data, viewer, deck_style)
-    total = len(data["actions"]) + 1
+    total = len(replay_moves(data)) + 1
     width = max(4, len(str(total - 1)))
     out_dir = None
     if frames_dir is not None:
@@ -176,6 +178,14 @@ def _write(data: dict[str, Any], gif_path: str | Path | None, frames_dir: str | 
     return total, pngs
 
 
+def check_gif_name(path: str | Path) -> None:
+    """A ``ValueError`` unless ``path`` ends in ``.gif`` (the only format written; PNG frames
+    go to a folder with ``--frames-dir``)."""
+    if Path(path).suffix.lower() != ".gif":
+        raise ValueError(f"{str(path)!r} does not end in .gif: this writes GIF files only "
+                         "(for PNG frames use --frames-dir DIR)")
+
+
 def replay_to_gif(replay_path_or_dict: dict[str, Any] | str | Path, out_path: str | Path,
                   viewer: str | None = None, deck_style: str = "dragon",
                   fps: float = 2) -> int:
@@ -183,7 +193,9 @@ def replay_to_gif(replay_path_or_dict: dict[str, Any] | str | Path, out_path: st
     ``fps`` frames a second and a longer hold on the last; returns the number of frames.
 
     ``viewer`` (an agent of the replay) draws that player's view; ``None`` shows every hand.
+    ``out_path`` must end in ``.gif`` (a ``ValueError`` otherwise).
     """
+    check_gif_name(out_path)
     return _write(_load(replay_path_or_dict), out_path, None, viewer, deck_style, fps)[0]
 
 
@@ -203,10 +215,19 @@ def build_parser(prog: str = "python -m experiments.gif") -> argparse.ArgumentPa
     return p
 
 
+def gif_name(text: str) -> str:
+    """An argparse type: an output name ending in ``.gif``."""
+    try:
+        check_gif_name(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The arguments of this command (also the ``dragons-egg gif`` subcommand's)."""
     p.add_argument("replay", help="replay JSON (env.unwrapped.save_replay(path))")
-    p.add_argument("out", help="the GIF to write")
+    p.add_argument("out", type=gif_name, help="the GIF to write (a name ending in .gif)")
     p.add_argument("--viewer", default=None,
                    help="draw this agent's view (e.g. player_0); default: every hand")
     p.add_argument("--deck-style", choices=DECK_STYLES, default=DECK_STYLES[0])
@@ -216,16 +237,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_from_args(build_parser().parse_args(argv))
+    parser = build_parser()
+    return run_from_args(parser.parse_args(argv), parser)
 
 
-def run_from_args(args: argparse.Namespace) -> int:
-    """Run with parsed arguments (``dragons-egg gif``)."""
+def run_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None
+                  ) -> int:
+    """Run with parsed arguments (``dragons-egg gif``). A bad replay, viewer or output path is
+    a usage error of ``parser`` (one line, exit status 2); without a parser it is printed as
+    ``error: ...`` and 2 returned."""
     try:
         data = load_replay(args.replay)
         frames, pngs = _write(data, args.out, args.frames_dir, args.viewer, args.deck_style,
                               args.fps)
     except (ReplayError, ValueError, ImportError, OSError) as exc:
+        if parser is not None:
+            parser.error(str(exc))
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {args.out} ({frames} frames, {args.fps:g} fps)"

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -21,8 +22,30 @@ from pathlib import Path
 
 from agents.ppo import SHIPPED
 from experiments.cli_args import int_range
-from experiments.tournament import TournamentConfig, markdown_report, run_tournament
+from experiments.tournament import (
+    Entrant,
+    OutputError,
+    TournamentConfig,
+    check_out_dir,
+    markdown_report,
+    run_tournament,
+)
 from experiments.train_ppo import TrainConfig, train
+
+#: The fresh agent's label in the tournament and the report.
+FRESH = "fresh"
+
+
+def trained_steps(checkpoint: Path) -> int:
+    """The steps a checkpoint was really trained for (from the ``.json`` beside it)."""
+    return int(json.loads(checkpoint.with_suffix(".json").read_text())["num_timesteps"])
+
+
+def _asked(steps: int, asked: int, cfg: TrainConfig) -> str:
+    if steps == asked:
+        return ""
+    return (f" ({asked} asked; MaskablePPO trains in whole rollouts of "
+            f"{cfg.n_steps * cfg.n_envs} steps)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
                                 description="Train briefly, run a tournament, write a report.")
     p.add_argument("--out", default="runs/main", help="output folder (default runs/main)")
     p.add_argument("--timesteps", type=int_range(1), default=defaults.total_timesteps,
-                   help=f"training steps (default {defaults.total_timesteps})")
+                   help="training steps, rounded up to whole rollouts of "
+                   f"{defaults.n_steps * defaults.n_envs} (default {defaults.total_timesteps})")
     p.add_argument("--matches", type=int_range(1), default=200,
                    help="tournament matches (default 200)")
     p.add_argument("--seed", type=int_range(0), default=0)
@@ -39,8 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if not SHIPPED.is_file():
         p.error(f"the shipped agent {SHIPPED} is missing: reinstall the package")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out = check_out_dir(args.out)
+    except OutputError as exc:
+        p.error(str(exc))
     t0 = time.time()
 
     print(f"[1/3] training a fresh agent for {args.timesteps} steps (MaskablePPO, self-play)",
@@ -49,12 +75,14 @@ def main(argv: list[str] | None = None) -> int:
                   run_name="fresh")
     final = train(cfg)
     shutil.copy(cfg.run_dir / "learning_curve.png", out / "learning_curve.png")
+    steps = trained_steps(final)
     t1 = time.time()
 
     print(f"[2/3] tournament: {args.matches} matches at 4 players (duplicate deals)",
           file=sys.stderr, flush=True)
     fresh = f"ppo:path={final}"
-    tc = TournamentConfig(agents=["ppo", fresh, "heuristic", "greedy", "random"], num_players=4,
+    tc = TournamentConfig(agents=["ppo", Entrant(FRESH, spec=fresh), "heuristic", "greedy",
+                                  "random"], num_players=4,
                           matches=args.matches, seed=args.seed, workers=args.workers,
                           out_dir=str(out / "tournament"))
     summary = run_tournament(tc)
@@ -63,12 +91,15 @@ def main(argv: list[str] | None = None) -> int:
     print("[3/3] writing the report", file=sys.stderr, flush=True)
     import csv
 
-    rows = list(csv.DictReader(open(cfg.run_dir / "eval.csv")))
+    with open(cfg.run_dir / "eval.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
     lines = [
         "# Dragon's Egg: main job report", "",
-        f"Training: {args.timesteps} steps from the default config, seed {args.seed} "
-        f"({t1 - t0:.0f} s); tournament: {summary['matches']} matches ({t2 - t1:.0f} s).",
-        f"The fresh agent is `{final}`; `ppo` is the agent shipped with the package.", "",
+        f"Training: {steps} steps{_asked(steps, args.timesteps, cfg)} from the default config, "
+        f"seed {args.seed} ({t1 - t0:.0f} s); tournament: {summary['matches']} matches "
+        f"({t2 - t1:.0f} s).",
+        f"The fresh agent `{FRESH}` is `{fresh}`; `ppo` is the agent shipped with the package.",
+        "",
         "## Training", "",
         "Evaluations against " + ", ".join(cfg.eval_opponents) + " (mean match score, 95% "
         "interval, duplicate deals):", "",
@@ -78,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {r['timesteps']} | {float(r['mean_score']):+.3f} "
                      f"[{float(r['score_low']):+.3f}, {float(r['score_high']):+.3f}] | "
                      f"{float(r['dragon_rate']):.2f} | {float(r['egg_rate']):.2f} |")
-    lines += ["", "![learning curve](learning_curve.png)", "", "## Tournament", ""]
+    lines += ["", "![learning curve](learning_curve.png)", "", "## Tournament"]
     plots = [Path("tournament") / name for name in ("ratings.png", "head_to_head.png",
                                                      "places.png")]
     body = markdown_report(tc, summary, [])

@@ -4,9 +4,12 @@
 league members: masked random and heuristic modules, plus a frozen snapshot of ``main`` added
 every ``--snapshot-every`` iterations (:mod:`experiments.rllib`).
 
-Runs on this machine (``ray.init()`` starts a local instance) or on an existing cluster
-(``--address auto`` or ``ray://host:10001``); ``--num-env-runners`` and ``--num-learners``
-set the sampling and learning actors. Checkpoints go to ``<out>/checkpoint_<iter>``; the
+Runs on this machine or on an existing cluster (``--address auto`` or ``ray://host:10001``);
+``--num-env-runners`` and ``--num-learners`` set the sampling and learning actors. Without
+``--address`` it always starts a private local instance (``ray.init(address="local")``), even
+when a Ray cluster already runs on the machine, ``RAY_ADDRESS`` is set or a stale
+``ray_current_cluster`` file is left by one that was killed: plain ``ray.init()`` would try to
+join that cluster and refuse ``--num-cpus``. Checkpoints go to ``<out>/checkpoint_<iter>``; the
 trained module is exported to ``<out>/main_module``, which the ``rllib`` agent plays
 (``rllib:path=<out>/main_module``) in tournaments and in ``dragons-egg play``.
 
@@ -28,7 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m experiments.train_rllib",
                                 description="Self-play PPO on Ray RLlib with a league.")
     p.add_argument("--address", default=None,
-                   help="Ray cluster address (default: start a local instance)")
+                   help="join the Ray cluster at this address ('auto': the one running on "
+                        "this machine; ray://host:10001); default: start a private local "
+                        "instance, whatever else runs")
     p.add_argument("--num-env-runners", type=int_range(0), default=0,
                    help="remote sampling actors (0: sample in the driver)")
     p.add_argument("--num-learners", type=int_range(0), default=0,
@@ -51,6 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def ray_init_kwargs(address: str | None, num_cpus: int | None = None) -> dict:
+    """``ray.init`` arguments: join ``address`` when given, else start a private local
+    instance (``address="local"``: Ray neither reads ``RAY_ADDRESS`` nor the address file of a
+    cluster already running, so ``num_cpus`` is allowed)."""
+    if address:
+        return {"address": address, "include_dashboard": False, "log_to_driver": False}
+    return {"address": "local", "num_cpus": num_cpus, "include_dashboard": False,
+            "log_to_driver": False}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -66,8 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     env_config = {"num_players": args.players, "num_rounds": args.rounds}
     started = not ray.is_initialized()
     if started:
-        ray.init(address=args.address, num_cpus=None if args.address else args.num_cpus,
-                 include_dashboard=False, log_to_driver=False)
+        ray.init(**ray_init_kwargs(args.address, args.num_cpus))
     try:
         config = ppo_config(env_config, num_env_runners=args.num_env_runners,
                             num_learners=args.num_learners,

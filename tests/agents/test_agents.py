@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 from support import random_states, shuffled_hidden
 
-from agents import AgentSpecError, available, make_agent, parse_spec
+from agents import (
+    AgentSpecError,
+    available,
+    check_spec_for_table,
+    make_agent,
+    parse_spec,
+    table_limit,
+)
 from agents.heuristic import HeuristicAgent, strongest_ask, weakest_give
 from agents.runner import play_match
 from agents.sampling import sample_world
@@ -26,17 +33,117 @@ def test_registry_names_and_specs():
 
 
 @pytest.mark.parametrize("spec,needle", [
-    ("alphazero", "unknown agent 'alphazero'; available: greedy, heuristic, ismcts, ppo, random, rllib"),
+    ("alphazero", "unknown agent 'alphazero'; available: greedy, heuristic, ismcts, net, ppo, "
+                  "random, rllib \\(or MODULE:CLASS for an agent class of your own\\)"),
     ("ismcts:iters=3", "unknown option 'iters'; options: iterations, time, c, rollout"),
     ("ismcts:iterations=many", "option iterations expects int"),
     ("ismcts:iterations", "must be key=value"),
     ("ismcts:iterations=0", "iterations must be >= 1"),
+    ("ismcts:iterations=-5", "ismcts: iterations must be >= 1, got -5"),
+    ("ismcts:time=-1", "time must be >= 0 seconds"),
+    ("ismcts:time=nan", "time must be >= 0 seconds, got nan"),
+    ("ismcts:c=-0.5", "c must be a number >= 0"),
+    ("ismcts:epsilon=2", "epsilon must be in \\[0, 1\\]"),
     ("ismcts:rollout=smart", "rollout must be one of heuristic, greedy, random"),
+    ("ppo:path=/nope.zip", "ppo: checkpoint /nope.zip does not exist"),
+    ("ppo:deterministic=maybe", "option deterministic expects true/false"),
+    ("rllib:path=/nope", "rllib: exported module folder /nope does not exist"),
+    ("rllib", "rllib: path is required"),
     ("", "non-empty string"),
 ])
 def test_bad_agent_specs(spec, needle):
     with pytest.raises(AgentSpecError, match=needle):
         make_agent(spec, seed=0)
+    with pytest.raises(AgentSpecError, match=needle) as exc:
+        parse_spec(spec)  # found when the spec is read, before any agent is built
+    assert "\n" not in str(exc.value)
+
+
+def _sb3_like_zip(path, data=None, extra=()):
+    """A zip shaped like an SB3 checkpoint (its ``data`` entry), without any weights."""
+    import json
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as z:
+        if data is not None:
+            z.writestr("data", json.dumps(data))
+        for name, content in extra:
+            z.writestr(name, content)
+    return path
+
+
+def test_checkpoint_paths_are_checked_when_the_spec_is_read(tmp_path):
+    """Without loading torch: a directory, a text file, a zip that is not SB3's, an
+    observation size no table has."""
+    from dragons_egg_env.observation import layout
+
+    text = tmp_path / "notes.zip"
+    text.write_text("not a zip")
+    cases = {
+        str(tmp_path): "is a directory, not a checkpoint file",
+        str(text): "is corrupt or not an SB3 zip file",
+        str(_sb3_like_zip(tmp_path / "other.zip", extra=[("x", "y")])):
+            "is a zip file but not an SB3 checkpoint",
+        str(_sb3_like_zip(tmp_path / "odd.zip", {"observation_space": {"_shape": [12]}})):
+            "expects observations of 12 values, which no Dragon's Egg table produces",
+        str(_sb3_like_zip(tmp_path / "bad.zip", {"observation_space": {"_shape": "x"}})):
+            "is corrupt",
+    }
+    for path, needle in cases.items():
+        with pytest.raises(AgentSpecError) as exc:
+            parse_spec(f"ppo:path={path}")
+        assert needle in str(exc.value), (path, str(exc.value))
+    six = _sb3_like_zip(tmp_path / "six.zip",
+                        {"observation_space": {"_shape": [layout(6).size]}})
+    assert parse_spec(f"ppo:path={six}") == ("ppo", {"path": str(six)})
+    assert table_limit(f"ppo:path={six}") == 6
+
+
+def test_a_checkpoint_that_passes_the_checks_but_does_not_load_is_one_line(tmp_path):
+    import zipfile
+
+    from agents.ppo import SHIPPED
+
+    broken = tmp_path / "broken.zip"
+    with zipfile.ZipFile(SHIPPED) as src, zipfile.ZipFile(broken, "w") as dst:
+        for item in src.infolist():
+            dst.writestr(item, b"garbage" if item.filename == "policy.pth"
+                         else src.read(item.filename))
+    parse_spec(f"ppo:path={broken}")  # its data entry is fine
+    with pytest.raises(AgentSpecError) as exc:
+        make_agent(f"ppo:path={broken}", seed=0)
+    assert f"ppo:path={broken}: checkpoint {broken} could not be loaded" in str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_table_size_limits():
+    """The shipped ppo agent was trained at 4 players: it plays tables of up to 4."""
+    assert table_limit("ppo") == 4
+    assert table_limit("heuristic") is None and table_limit("ismcts:iterations=5") is None
+    for n in (2, 3, 4):
+        check_spec_for_table("ppo", n)
+    check_spec_for_table("heuristic", 8)
+    with pytest.raises(AgentSpecError, match=r"^ppo plays tables of up to 4 players \(the size "
+                                             r"its policy was trained for\), not 5$"):
+        check_spec_for_table("ppo", 5)
+    with pytest.raises(AgentSpecError, match="unknown agent"):
+        check_spec_for_table("nobody", 4)
+
+
+def test_reading_specs_loads_neither_torch_nor_ray(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys, agents\n"
+            "agents.parse_spec('ppo'); agents.check_spec_for_table('ppo', 3)\n"
+            "agents.parse_spec('ismcts:iterations=9')\n"
+            "for bad in ('ppo:path=/nope.zip', 'rllib:path=/nope'):\n"
+            "    try: agents.parse_spec(bad)\n"
+            "    except agents.AgentSpecError: pass\n"
+            "heavy = [m for m in ('torch', 'ray', 'sb3_contrib', 'stable_baselines3') "
+            "if m in sys.modules]\n"
+            "assert not heavy, heavy\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
 
 
 @pytest.mark.parametrize("spec", ["random", "greedy", "heuristic", "ismcts:iterations=20"])

@@ -203,3 +203,143 @@ def test_corrupt_replays(tmp_path):
     with pytest.raises(ReplayError, match="step 0: malformed action"):
         replay({**data, "actions": [["player_0"]]})
     json.dumps(data)
+
+
+# -- seeds, options and deals ---------------------------------------------------------------
+def test_numpy_integer_seeds_are_their_int():
+    a, b = dragons_egg_v0.env(), dragons_egg_v0.env()
+    a.reset(seed=np.int64(3))
+    b.reset(seed=3)
+    assert a.unwrapped.deals == b.unwrapped.deals
+    assert type(a.unwrapped.to_replay()["seed"]) is int
+    c = dragons_egg_v0.env()
+    c.reset(seed=np.uint8(3))
+    assert c.unwrapped.deals == b.unwrapped.deals
+
+
+def test_negative_seed_is_refused_not_played_as_its_absolute_value():
+    env = dragons_egg_v0.env()
+    with pytest.raises(ValueError, match="seed must be a non-negative integer or None, got -3"):
+        env.reset(seed=-3)
+    with pytest.raises(ValueError, match="non-negative"):
+        env.reset(seed=np.int64(-3))
+
+
+@pytest.mark.parametrize("seed", [b"3", "3", 3.0, 3.5, True, [3], np.float64(3)])
+def test_seeds_of_other_types_are_refused(seed):
+    env = dragons_egg_v0.env()
+    with pytest.raises(TypeError, match="seed must be a non-negative integer or None, got "
+                                        f"{type(seed).__name__}"):
+        env.reset(seed=seed)
+
+
+@pytest.mark.parametrize("options", [["deals"], "deals", 3, (("deals", []),)])
+def test_options_must_be_a_dict(options):
+    with pytest.raises(TypeError, match="options must be a dict .* or None, got "
+                                        f"{type(options).__name__}"):
+        dragons_egg_v0.env().reset(seed=0, options=options)
+
+
+def test_more_deals_than_rounds_is_an_error():
+    env = dragons_egg_v0.env(num_rounds=2)
+    with pytest.raises(ValueError, match="holds 3 deals but the match has 2 round\\(s\\)"):
+        env.reset(seed=0, options={"deals": [FULL_DEAL] * 3})
+    env.reset(seed=0, options={"deals": [FULL_DEAL] * 2})
+
+
+def test_one_deal_without_the_per_round_list_gets_a_hint():
+    env = dragons_egg_v0.env()
+    with pytest.raises(ValueError, match="looks like the hands of one deal: wrap it in a list, "
+                                         "options=\\{'deals': \\[\\[hand_0, hand_1, ...\\]\\]\\}"):
+        env.reset(seed=0, options={"deals": FULL_DEAL})
+    env.reset(seed=0, options={"deals": [FULL_DEAL]})
+    assert env.unwrapped.hand("player_0") == sorted(FULL_DEAL[0], key=card_index)
+
+
+def test_later_rounds_without_a_deal_are_dealt_from_the_seed():
+    a, b = dragons_egg_v0.env(num_rounds=3), dragons_egg_v0.env(num_rounds=3)
+    for e in (a, b):
+        e.reset(seed=7, options={"deals": [FULL_DEAL]})
+        while len(e.unwrapped.deals) < 3:
+            e.step(e.unwrapped.legal_actions()[0])
+    assert a.unwrapped.deals == b.unwrapped.deals
+    assert a.unwrapped.deals[0] == [mask_of(h) for h in FULL_DEAL]
+
+
+# -- inspection before reset, agent names -----------------------------------------------------
+@pytest.mark.parametrize("call", [
+    lambda e: e.hand("player_0"), lambda e: e.scores, lambda e: e.phase(),
+    lambda e: e.legal_actions(), lambda e: e.egg_holder(), lambda e: e.last(),
+    lambda e: e.last(observe=False), lambda e: e.pile(), lambda e: e.finish_order(),
+    lambda e: e.round_index(), lambda e: e.engine_state, lambda e: e.render_table(),
+    lambda e: e.illegal_move, lambda e: e.to_replay(),
+])
+@pytest.mark.parametrize("make", [dragons_egg_v0.env, dragons_egg_v0.raw_env])
+def test_inspection_before_reset_is_an_order_error(make, call):
+    env = make()
+    with pytest.raises(dragons_egg_v0.OrderError, match="reset\\(\\) needs to be called before"):
+        call(env)
+
+
+@pytest.mark.parametrize("call", [
+    lambda e: e.observe("player_9"), lambda e: e.hand("player_9"),
+    lambda e: e.render_table(viewer="player_9"), lambda e: e.observation_space("player_9"),
+    lambda e: e.action_space("player_9"),
+])
+def test_unknown_agent_names_list_the_agents(call):
+    env = dragons_egg_v0.env(num_players=3)
+    env.reset(seed=0)
+    with pytest.raises(dragons_egg_v0.UnknownAgentError) as exc:
+        call(env)
+    assert str(exc.value) == ("unknown agent 'player_9'; the agents are player_0, player_1, "
+                              "player_2")
+    assert isinstance(exc.value, KeyError) and isinstance(exc.value, ValueError)
+    with pytest.raises(dragons_egg_v0.UnknownAgentError, match="unknown agent \\['player_0'\\]"):
+        env.observe(["player_0"])
+
+
+# -- actions follow Discrete.contains ---------------------------------------------------------
+@pytest.mark.parametrize("action", [3.0, 37.0, np.float64(37.0), np.array(37.0), np.bool_(True),
+                                    np.array([37])])
+def test_whole_number_floats_are_refused_everywhere(action):
+    """``Discrete.contains`` refuses floats: ``step(3.0)`` used to end the match (3 is illegal
+    here) while ``step(37.0)`` was played."""
+    from gymnasium.spaces import Discrete
+
+    assert not Discrete(A.NUM_ACTIONS).contains(action)
+    for make in (dragons_egg_v0.env, dragons_egg_v0.raw_env):
+        env = make()
+        env.reset(seed=0)
+        with pytest.raises(dragons_egg_v0.ActionOutOfBoundsError, match="outside the action"):
+            env.step(action)
+        assert env.phase() == "play" and not env.unwrapped.engine_state.plays
+
+
+@pytest.mark.parametrize("action", [A.play(10, 1), np.int64(A.play(10, 1)),
+                                    np.uint8(A.play(10, 1)), np.array(A.play(10, 1))])
+def test_integer_actions_accepted_as_discrete_contains_does(action):
+    from gymnasium.spaces import Discrete
+
+    assert Discrete(A.NUM_ACTIONS).contains(action)
+    env = dragons_egg_v0.env()
+    env.reset(seed=0)
+    env.step(action)
+    assert env.unwrapped.engine_state.plays
+
+
+def test_single_agent_env_takes_numpy_seeds_and_refuses_float_actions():
+    from dragons_egg_env.wrappers import SingleAgentEnv
+
+    def first_legal(obs, mask):
+        return int(np.flatnonzero(mask)[0])
+
+    env = SingleAgentEnv(opponents=[first_legal], table_sizes=(3,))
+    obs, info = env.reset(seed=np.int64(3))
+    again, _ = SingleAgentEnv(opponents=[first_legal], table_sizes=(3,)).reset(seed=3)
+    assert np.array_equal(obs, again)
+    with pytest.raises(ValueError, match="non-negative"):
+        env.reset(seed=-1)
+    legal = int(np.flatnonzero(env.action_masks())[0])
+    with pytest.raises(dragons_egg_v0.ActionOutOfBoundsError, match="outside the action space"):
+        env.step(float(legal))
+    env.step(np.int64(legal))

@@ -3,6 +3,7 @@ package registers its environments where they are defined, and the import contra
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -14,9 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 FRAMEWORKS = ("pettingzoo", "gymnasium", "numpy", "torch", "ray", "agents", "experiments")
 
 
-def _fresh(code: str) -> str:
+def _fresh(code: str, cwd: Path = ROOT) -> str:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120)
+                          cwd=cwd, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip()
 
@@ -40,25 +41,51 @@ def test_lazy_attributes_load_on_use():
         dragons_egg_env.nope  # noqa: B018
 
 
-def test_gymnasium_module_form_in_a_fresh_interpreter():
-    out = _fresh(
-        "import gymnasium\n"
-        "from agents import AgentSpec\n"
-        "env = gymnasium.make('dragons_egg_env.wrappers:dragons_egg/SingleAgent-v0',\n"
-        "                     opponents=[AgentSpec('random')], table_sizes=(3,))\n"
-        "obs, info = env.reset(seed=0)\n"
-        "print(info['num_players'])\n")
-    assert out == "3"
+#: Where the registry forms are documented: the README, docs/ and the docstrings of the modules
+#: that register the environments.
+DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+             ROOT / "dragons_egg_env" / "dragons_egg_v0.py", ROOT / "dragons_egg_env" / "wrappers.py"]
+MAKE_FORM = re.compile(r"`+((?:gymnasium|pettingzoo)\.make\((?:[^`()]|\([^`()]*\))*\))`+")
 
 
-def test_pettingzoo_registry_after_importing_the_env_module():
-    out = _fresh(
-        "import pettingzoo\n"
-        "from dragons_egg_env import dragons_egg_v0  # registers dragons_egg_v0\n"
-        "e = pettingzoo.make('aec', 'dragons_egg_v0', num_players=5)\n"
-        "e.reset(seed=0)\n"
-        "print(len(e.agents))\n")
-    assert out == "5"
+def documented_make_forms() -> list[str]:
+    """Every ``gymnasium.make(...)`` / ``pettingzoo.make(...)`` in a code span of the docs,
+    with its line breaks collapsed."""
+    forms = set()
+    for path in DOC_FILES:
+        for match in MAKE_FORM.finditer(path.read_text()):
+            forms.add(re.sub(r"\s*\n\s*", " ", match.group(1)))
+    return sorted(forms)
+
+
+def test_the_documented_registry_forms_are_the_known_ones():
+    assert documented_make_forms() == [
+        'gymnasium.make("dragons_egg_env.wrappers:dragons_egg/SingleAgent-v0", opponents=[...])',
+        'pettingzoo.make("aec", "dragons_egg_v0")',
+        'pettingzoo.make("aec", "dragons_egg_v0", num_players=5)',
+    ]
+
+
+@pytest.mark.parametrize("form", documented_make_forms())
+def test_documented_registry_form_works_in_a_fresh_interpreter(form, tmp_path):
+    """Each form as the docs write it, after a plain install: run from an empty folder (so the
+    installed package is imported, not the checkout) in a fresh interpreter. Gymnasium's
+    ``module:`` form must import the module itself; PettingZoo's ``make`` has none, so the docs
+    import ``dragons_egg_env.dragons_egg_v0`` first, and so does this."""
+    call = form.replace("opponents=[...]", "opponents=[AgentSpec('random')]")
+    if form.startswith("gymnasium"):
+        setup = ("import sys, gymnasium\n"
+                 "from agents import AgentSpec\n"
+                 "assert 'dragons_egg_env.wrappers' not in sys.modules\n")
+        check = "obs, info = env.reset(seed=0)\nprint(info['num_players'])\n"
+        expected = "4"
+    else:
+        setup = ("import pettingzoo\n"
+                 "from dragons_egg_env import dragons_egg_v0  # registers dragons_egg_v0\n")
+        check = "env.reset(seed=0)\nprint(len(env.agents))\n"
+        expected = "5" if "num_players=5" in form else "4"
+    out = _fresh(f"{setup}env = {call}\n{check}", cwd=tmp_path)
+    assert out == expected
 
 
 def test_env_package_imports_no_upper_layer():

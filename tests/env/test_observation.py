@@ -78,3 +78,32 @@ def test_pad_rejects_bad_input():
         pad(np.zeros(layout(6).size, np.float32), 6, 4)
     with pytest.raises(ValueError, match="a 4-seat observation has"):
         pad(np.zeros(10, np.float32), 4, 6)
+
+
+def test_layout_supports_in_iteration_and_len():
+    lay = layout(4)
+    assert "hand" in lay and "asks_left" in lay
+    assert "nope" not in lay and 0 not in lay and None not in lay
+    names = list(lay)
+    assert names == [f.name for f in lay.fields] == list(lay.names())
+    assert len(lay) == len(lay.fields) and names[0] == "hand"
+    assert {name: lay[name] for name in lay}["pile"] == lay.field("pile").slice
+    assert "all_hands" in layout(4, state=True) and "all_hands" not in lay
+    with pytest.raises(KeyError, match="no observation field 'nope'; the fields are hand, pile"):
+        lay["nope"]
+
+
+def test_decode_needs_the_round_count():
+    env = dragons_egg_v0.raw_env(num_players=3, num_rounds=4)
+    env.reset(seed=2)
+    obs = env.observe(env.agent_selection)["observation"]
+    with pytest.raises(TypeError, match="num_rounds"):
+        decode(obs, 3)  # the scores are divided by num_rounds: no silent default of 1
+    assert decode(obs, 3, 4).round_fraction == 0.0
+    for bad in (0, -1, 1.5, True, "4", None):
+        with pytest.raises(ValueError, match="num_rounds must be an integer >= 1"):
+            decode(obs, 3, bad)
+    with pytest.raises(ValueError, match="a 4-seat observation has shape"):
+        decode(obs, 4, 4)
+    with pytest.raises(ValueError, match="max_players must be one of 2..8"):
+        decode(obs, 9, 4)

@@ -5,6 +5,7 @@ import itertools
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -162,3 +163,124 @@ def test_bench_and_gif_take_their_options_in_the_usual_places(capsys):
         main(["bench", "--seconds", "-1"])
     assert exc.value.code == 2
     assert "expected a positive number" in capsys.readouterr().err
+
+
+# -- user mistakes: one line naming the problem, the subcommand's usage, exit status 2 -------
+def usage_error(argv, capsys, command):
+    with pytest.raises(SystemExit) as exc:
+        main(argv, read=scripted(["q"]), out=io.StringIO())
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: dragons-egg {command} "), err
+    assert "Traceback" not in err
+    last = err.splitlines()[-1]
+    assert last.startswith(f"dragons-egg {command}: error: ")
+    return last
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--bots", "ppo:path=/nope.zip"], "ppo: checkpoint /nope.zip does not exist"),
+    (["--bots", "rllib:path=/nope"], "rllib: exported module folder /nope does not exist"),
+    (["--bots", "ismcts:iterations=0"], "ismcts: iterations must be >= 1, got 0"),
+    (["--bots", "ismcts:iterations=-5"], "ismcts: iterations must be >= 1, got -5"),
+    (["--players", "5", "--bots", "ppo"], "ppo plays tables of up to 4 players (the size its "
+                                          "policy was trained for), not 5"),
+    (["--players", "5", "--bots", "heuristic", "ppo"], "ppo plays tables of up to 4 players"),
+    (["--bots", "ppo:path=TMP"], "is a directory, not a checkpoint file"),
+    (["--bots", "nobody:Bot"], "no module named 'nobody'"),
+    (["--seat", "5"], "--seat must be 0..3 for a table of 4"),
+    (["--save", "/dev/null/x.json"], "--save /dev/null/x.json: /dev/null is not a directory"),
+    (["--save", "TMP"], "is a directory; name a file"),
+])
+def test_play_mistakes_are_one_line_errors(argv, needle, tmp_path, capsys):
+    argv = [a.replace("TMP", str(tmp_path)) for a in argv]
+    assert needle in usage_error(["play", *argv], capsys, "play")
+
+
+def test_a_checkpoint_that_does_not_load_is_a_one_line_error(tmp_path, capsys):
+    import zipfile
+
+    from agents.ppo import SHIPPED
+
+    broken = tmp_path / "broken.zip"
+    with zipfile.ZipFile(SHIPPED) as src, zipfile.ZipFile(broken, "w") as dst:
+        for item in src.infolist():
+            dst.writestr(item, b"garbage" if item.filename == "policy.pth"
+                         else src.read(item.filename))
+    last = usage_error(["play", "--bots", f"ppo:path={broken}", "--save",
+                        str(tmp_path / "x.json")], capsys, "play")
+    assert f"checkpoint {broken} could not be loaded" in last
+    assert not (tmp_path / "x.json").exists()
+
+
+def _illegal_match_replay(path):
+    from dragons_egg_env import dragons_egg_v0
+
+    env = dragons_egg_v0.env(num_players=3, num_rounds=1)
+    env.reset(seed=4)
+    for _ in range(3):
+        env.step(env.unwrapped.legal_actions()[0])
+    illegal = next(a for a in range(134) if a not in env.unwrapped.legal_actions())
+    agent = env.agent_selection
+    env.step(illegal)
+    env.unwrapped.save_replay(str(path))
+    return agent, illegal
+
+
+def test_replay_mistakes_are_one_line_errors(tmp_path, capsys):
+    save = tmp_path / "m.json"
+    main(["play", "--seed", "3", "--players", "3", "--rounds", "1", "--save", str(save)],
+         read=lambda p: "1", out=io.StringIO())
+    data = json.loads(save.read_text())
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(bytes(range(256)) * 4)
+    assert "not UTF-8" in usage_error(["replay", str(binary)], capsys, "replay")
+    for k, bad in enumerate(["x", ["player_0"], ["player_0", "seven"], ["player_0", 1.5],
+                             ["player_0", 999], None]):
+        path = tmp_path / f"bad{k}.json"
+        path.write_text(json.dumps(dict(data, actions=data["actions"][:2] + [bad]
+                                        + data["actions"][3:])))
+        out = io.StringIO()
+        with pytest.raises(SystemExit) as exc:
+            main(["replay", str(path), "--all"], out=out)
+        assert exc.value.code == 2 and out.getvalue() == ""  # checked before anything shows
+        err = capsys.readouterr().err
+        assert err.startswith("usage: dragons-egg replay ") and "Traceback" not in err
+    assert "cannot read replay" in usage_error(["replay", str(tmp_path)], capsys, "replay")
+    assert "--view must be 'all' or one of player_0, player_1, player_2" in usage_error(
+        ["replay", str(save), "--view", "player_9"], capsys, "replay")
+
+
+def test_replay_shows_the_illegal_move_that_ended_a_match(tmp_path):
+    from dragons_egg_env.actions import describe
+
+    path = tmp_path / "illegal.json"
+    agent, illegal = _illegal_match_replay(path)
+    out = io.StringIO()
+    assert main(["replay", str(path), "--all"], out=out) == 0
+    text = out.getvalue()
+    assert f"next: {agent} makes an illegal move, {describe(illegal)}, which ends the match" \
+        in text
+    assert "--- step 4/4 ---" in text and f"The match ended at {agent}'s illegal move." in text
+
+
+def test_no_mistake_prints_a_traceback_from_the_console_script(tmp_path):
+    """The installed command, end to end."""
+    script = str(Path(sys.executable).with_name("dragons-egg"))
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))
+    for argv in (["play", "--bots", "ppo:path=/nope.zip"], ["play", "--players", "5", "--bots",
+                 "ppo"], ["replay", str(binary)], ["gif", str(binary), "x.png"],
+                 ["play", "--bots", "ismcts:iterations=-5"]):
+        res = subprocess.run([script, *argv], input="q\n", capture_output=True, text=True,
+                             cwd=tmp_path, timeout=120)
+        assert res.returncode == 2, (argv, res.stderr)
+        assert "Traceback" not in res.stderr and res.stderr.startswith(
+            f"usage: dragons-egg {argv[0]} "), (argv, res.stderr)
+
+
+def test_errors_after_parsing_print_the_subcommand_usage(tmp_path, capsys):
+    assert "dragons-egg gif: error: argument out" in usage_error(
+        ["gif", "a.json", "b.png"], capsys, "gif")
+    assert "--json: directory" in usage_error(
+        ["bench", "--json", str(tmp_path / "no" / "b.json")], capsys, "bench")

@@ -116,3 +116,131 @@ def test_bad_tournament_arguments(argv, needle, capsys):
         main(argv)
     assert exc.value.code == 2
     assert needle in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------
+# Command-line mistakes: one line, exit status 2, no traceback.
+
+def _usage_error(argv, capsys, entry=main):
+    with pytest.raises(SystemExit) as exc:
+        entry(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [ln for ln in err.splitlines() if ": error: " in ln]
+    assert len(lines) == 1, err
+    return err, lines[0]
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_missing_checkpoint_is_one_line(workers, tmp_path, capsys):
+    _, line = _usage_error(["ppo:path=/nope.zip", "random", "--matches", "4", "--rounds", "1",
+                            "--workers", workers, "--out", str(tmp_path / "t")], capsys)
+    assert "/nope.zip" in line
+
+
+def test_agent_failing_to_build_in_a_worker_is_one_line(tmp_path, capsys):
+    _, line = _usage_error(["ismcts:iterations=-5", "random", "--matches", "4", "--rounds", "1",
+                            "--workers", "2", "--no-progress", "--out", str(tmp_path / "t")],
+                           capsys)
+    assert "iterations" in line
+
+
+@pytest.mark.parametrize("out,needle", [("/dev/null/x", "'/dev/null' is not a folder"),
+                                        ("{tmp}/file", "is an existing file, not a folder")])
+def test_bad_output_folder_is_reported_before_playing(out, needle, tmp_path, capsys,
+                                                      monkeypatch):
+    import experiments.tournament as T
+
+    def no_play(*a, **k):  # the folder must be checked before any match
+        raise AssertionError("matches were played")
+
+    (tmp_path / "file").write_text("not a folder")
+    out = out.format(tmp=tmp_path)
+    monkeypatch.setattr(T, "run_matches", no_play)
+    _, line = _usage_error(["random", "greedy", "--matches", "4", "--out", out], capsys)
+    assert needle in line and out in line
+
+
+def test_errors_after_parsing_print_the_subcommand_usage(capsys):
+    from experiments import cli
+
+    err, line = _usage_error(["tournament", "random", "--out", "/dev/null/x"], capsys,
+                             entry=cli.main)
+    assert "usage: dragons-egg tournament" in err
+    assert line.startswith("dragons-egg tournament: error:")
+
+
+# ---------------------------------------------------------------------------------------
+# Few matches, exact scores.
+
+def test_pairs_that_never_met_and_too_few_sequences(tmp_path, capsys):
+    out = tmp_path / "t"
+    assert main(["random", "greedy", "heuristic", "--players", "2", "--matches", "4",
+                 "--rounds", "1", "--workers", "1", "--no-progress", "--bootstrap", "100",
+                 "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert "random - heuristic" not in summary["differences"]
+    assert "heuristic - random" not in summary["differences"]
+    for est in summary["differences"].values():
+        assert set(est) == {"mean", "low", "high"} and None not in est.values()
+    report = (out / "report.md").read_text()
+    assert "nan" not in report
+    assert "| `random` - `heuristic` | never met" in report
+    assert "| yes |" not in report and "| no |" not in report
+    assert "too few sequences (1 < 10)" in report
+
+
+def test_intervals_from_ten_sequences_are_shown():
+    s = run_tournament(small(matches=40, num_rounds=1), progress=False)  # 10 sequences
+    d = s["differences"]["heuristic - random"]
+    assert d.sequences == 10 and d.enough and "[" in d.fmt() and "too few" not in d.fmt()
+
+
+def test_report_says_how_many_seats_each_agent_fills(tmp_path):
+    from experiments.tournament import markdown_report
+
+    tc = small(agents=["heuristic", "greedy", "random"], matches=4, num_rounds=1)
+    report = markdown_report(tc, summarize(tc, run_matches(tc, progress=False)), [])
+    assert "3 agents for 4 seats" in report
+    assert "`heuristic` 2, `greedy` 1, `random` 1" in report
+    tc4 = small(agents=["heuristic", "greedy", "random", "ismcts:iterations=5"], matches=4,
+                num_rounds=1)
+    assert "seats each fills" not in markdown_report(tc4, summarize(tc4, run_matches(
+        tc4, progress=False)), [])
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 7])
+def test_scores_are_exact_multiples_of_one_over_n_minus_one(n, tmp_path):
+    tc = small(agents=["greedy", "random"], num_players=n, matches=2 * n, num_rounds=3,
+               out_dir=str(tmp_path / "t"))
+    run_tournament(tc, progress=False)
+    results = [json.loads(x) for x in (tmp_path / "t" / "results.jsonl").read_text().split("\n")
+               if x]
+    for r in results:
+        for x in r["scores"] + [v for rd in r["rounds"] for v in rd["rewards"]]:
+            assert x == round(x * (n - 1)) / (n - 1), x  # the nearest float to k/(n-1)
+    summary = json.loads((tmp_path / "t" / "summary.json").read_text())
+    total = sum(m["mean_score"]["mean"] * m["matches"] for m in summary["agents"].values())
+    assert abs(total) < 1e-9  # R27 rewards of a round sum to zero
+
+
+def test_statistics_are_exact_for_exact_scores():
+    # Three seats of 1/3 each: 1/3 + 1/3 + 1/3 is 1.0000000000000002 in float sums.
+    tc = small(agents=["a", "b"], num_players=4, matches=40)
+    results = []
+    for seq in range(10):
+        for rot in range(4):
+            seats = ["a", "b", "a", "b"] if rot % 2 == 0 else ["b", "a", "b", "a"]
+            scores = [1 / 3 if s == "a" else -1 / 3 for s in seats]
+            results.append({"sequence": seq, "rotation": rot, "seats": seats, "scores": scores,
+                            "rounds": [{"order": [0, 1, 2, 3], "deadlock": False}]})
+    s = summarize(tc, results)
+    assert s["agents"]["a"]["mean_score"].mean == 1 / 3
+    assert s["differences"]["a - b"].mean == 2 / 3
+    assert s["differences"]["b - a"].mean == -2 / 3
+
+
+def test_a_spec_that_cannot_play_the_table_is_one_line(capsys):
+    _, line = _usage_error(["ppo", "random", "--players", "5", "--out", "/tmp/unused"], capsys)
+    assert "up to 4 players" in line

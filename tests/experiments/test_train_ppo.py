@@ -60,7 +60,7 @@ def test_ppo_agent_plays_legal_moves_at_any_table_size(tiny_run):
         assert len(rec.rounds) == 1
     sampler = make_agent(f"ppo:path={path},deterministic=false", seed=3)
     sampler.start_match(0, RulesConfig(num_players=4))
-    with pytest.raises(ValueError, match="trained for tables of up to 4 seats"):
+    with pytest.raises(ValueError, match="trained for tables of up to 4 players"):
         make_agent(f"ppo:path={path}", seed=0).start_match(0, RulesConfig(num_players=5))
 
 

@@ -1,0 +1,192 @@
+"""A policy network saved as plain arrays, played with numpy: the checkpoint format of the
+batched self-play trainer (``experiments.selfplay``).
+
+A checkpoint is one ``.npz`` file: the weights of a multilayer perceptron (``w0``, ``b0``,
+``w1``, ``b1``, ... for the shared layers, ``pi_w``/``pi_b`` for the action logits and
+``v_w``/``v_b`` for the value) and ``meta``, a JSON object with ``format``
+(``"dragons-egg-policy"``), ``version``, ``max_players`` (the observation padding it was
+trained with), ``obs_size``, ``num_actions``, ``hidden`` and ``activation``, and whatever
+provenance the trainer records. Loading needs numpy only (no torch); playing one observation
+costs a few tens of microseconds.
+
+:class:`NetAgent` plays such a file at any table size up to its ``max_players`` (observations
+of smaller tables are padded with :func:`dragons_egg_env.observation.pad`), taking the most
+likely legal action (``deterministic=True``, the default) or sampling from the masked policy.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dragons_egg_env.actions import NUM_ACTIONS
+from dragons_egg_env.config import TABLE_SIZES, RulesConfig
+from dragons_egg_env.observation import layout, pad
+
+from .base import Agent
+
+POLICY_FORMAT = "dragons-egg-policy"
+POLICY_VERSION = 1
+ACTIVATIONS = ("tanh", "relu")
+
+
+class PolicyFileError(ValueError):
+    """A policy file that is missing, not a policy, or corrupt (the message names it)."""
+
+
+class NetPolicy:
+    """The arrays of a policy network and a numpy forward pass (see the module docstring)."""
+
+    def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], pi: tuple[np.ndarray,
+                 np.ndarray], v: tuple[np.ndarray, np.ndarray], meta: dict[str, Any]) -> None:
+        self.layers = layers
+        self.pi = pi
+        self.v = v
+        self.meta = meta
+        self.max_players = int(meta["max_players"])
+        self.activation = meta.get("activation", "tanh")
+
+    def _trunk(self, x: np.ndarray) -> np.ndarray:
+        act = np.tanh if self.activation == "tanh" else (lambda z: np.maximum(z, 0.0))
+        for w, b in self.layers:
+            x = act(x @ w + b)
+        return x
+
+    def logits(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Masked action logits ``(..., NUM_ACTIONS)`` (illegal actions at ``-inf``)."""
+        h = self._trunk(np.asarray(obs, dtype=np.float32))
+        z = h @ self.pi[0] + self.pi[1]
+        return np.where(np.asarray(mask, dtype=bool), z, -np.inf)
+
+    def value(self, obs: np.ndarray) -> np.ndarray:
+        """The value estimate of each observation."""
+        h = self._trunk(np.asarray(obs, dtype=np.float32))
+        return (h @ self.v[0] + self.v[1])[..., 0]
+
+    def save(self, path: str | Path) -> Path:
+        """Write the policy to ``path`` (``.npz``), atomically (a temporary file, renamed)."""
+        path = Path(path)
+        arrays: dict[str, np.ndarray] = {}
+        for i, (w, b) in enumerate(self.layers):
+            arrays[f"w{i}"], arrays[f"b{i}"] = w, b
+        arrays["pi_w"], arrays["pi_b"] = self.pi
+        arrays["v_w"], arrays["v_b"] = self.v
+        meta = {**self.meta, "format": POLICY_FORMAT, "version": POLICY_VERSION}
+        arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+        tmp.replace(path)
+        return path
+
+
+def load_policy_file(path: str | Path) -> NetPolicy:
+    """Read a policy file; anything wrong with it is a :class:`PolicyFileError` naming it."""
+    p = Path(path)
+    if p.is_dir():
+        raise PolicyFileError(f"policy path {p} is a directory, not a .npz policy file")
+    if not p.is_file():
+        raise PolicyFileError(f"policy file {p} does not exist")
+    try:
+        with np.load(p, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise PolicyFileError(f"policy file {p} is not a readable .npz file: {exc}") from None
+    try:
+        meta = json.loads(bytes(arrays.pop("meta")).decode())
+    except (KeyError, ValueError, UnicodeDecodeError) as exc:
+        raise PolicyFileError(f"policy file {p} has no valid 'meta' record: {exc}") from None
+    if not isinstance(meta, dict) or meta.get("format") != POLICY_FORMAT:
+        raise PolicyFileError(f"{p} is not a Dragon's Egg policy file")
+    if meta.get("version") != POLICY_VERSION:
+        raise PolicyFileError(f"policy file {p} has version {meta.get('version')!r}; this "
+                              f"library reads version {POLICY_VERSION}")
+    return _build(p, arrays, meta)
+
+
+def _build(p: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> NetPolicy:
+    try:
+        depth = sum(1 for k in arrays if k.startswith("w"))
+        layers = [(arrays[f"w{i}"].astype(np.float32), arrays[f"b{i}"].astype(np.float32))
+                  for i in range(depth)]
+        pi = (arrays["pi_w"].astype(np.float32), arrays["pi_b"].astype(np.float32))
+        v = (arrays["v_w"].astype(np.float32), arrays["v_b"].astype(np.float32))
+        m = int(meta["max_players"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PolicyFileError(f"policy file {p} is incomplete: {exc}") from None
+    if meta.get("activation", "tanh") not in ACTIVATIONS:
+        raise PolicyFileError(f"policy file {p}: unknown activation {meta.get('activation')!r}")
+    if m not in TABLE_SIZES or not layers:
+        raise PolicyFileError(f"policy file {p}: bad max_players {m} or no layers")
+    size = layout(m).size
+    shapes_ok = layers[0][0].shape[0] == size and pi[0].shape[1] == NUM_ACTIONS \
+        and v[0].shape[1] == 1
+    prev = size
+    for w, b in layers:
+        shapes_ok &= w.shape[0] == prev and b.shape == (w.shape[1],)
+        prev = w.shape[1]
+    shapes_ok &= pi[0].shape[0] == prev and v[0].shape[0] == prev
+    if not shapes_ok:
+        raise PolicyFileError(f"policy file {p}: weight shapes do not fit observations of "
+                              f"{size} values and {NUM_ACTIONS} actions")
+    return NetPolicy(layers, pi, v, meta)
+
+
+_CACHE: dict[tuple[str, float], NetPolicy] = {}
+
+
+def cached_policy(path: str | Path) -> NetPolicy:
+    """:func:`load_policy_file`, cached by path and modification time."""
+    p = Path(path).resolve()
+    key = (str(p), p.stat().st_mtime if p.exists() else 0.0)
+    if key not in _CACHE:
+        _CACHE[key] = load_policy_file(p)
+    return _CACHE[key]
+
+
+class NetAgent(Agent):
+    """A :class:`NetPolicy` from a ``.npz`` file, playing greedily (or sampling)."""
+
+    name = "net"
+
+    def __init__(self, seed: int | None = None, path: str = "",
+                 deterministic: bool = True) -> None:
+        super().__init__(seed)
+        if not path:
+            raise ValueError("net: give the policy file, net:path=FILE.npz")
+        self.policy = cached_policy(path)
+        self.deterministic = deterministic
+        self.path = str(path)
+
+    @classmethod
+    def check_options(cls, path: str = "", deterministic: bool = True) -> None:
+        if not path:
+            raise ValueError("net: give the policy file, net:path=FILE.npz")
+        cached_policy(path)  # numpy only: a missing or corrupt file is a one-line error
+
+    @classmethod
+    def table_limit(cls, path: str = "", deterministic: bool = True) -> int:
+        return cached_policy(path).max_players
+
+    def start_match(self, seat: int, config: RulesConfig, max_players: int | None = None) -> None:
+        super().start_match(seat, config, max_players)
+        if config.num_players > self.policy.max_players:
+            raise ValueError(f"net: the policy {self.path} was trained for tables of up to "
+                             f"{self.policy.max_players} players; this table has "
+                             f"{config.num_players}")
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        obs = observation
+        if self.max_players != self.policy.max_players:
+            obs = pad(observation, self.max_players, self.policy.max_players)
+        z = self.policy.logits(obs, action_mask)
+        if self.deterministic:
+            return int(np.argmax(z))
+        p = np.exp(z - z.max())
+        p /= p.sum()
+        u = self.rng.random()
+        return int(min(np.searchsorted(np.cumsum(p), u, side="right"), len(p) - 1))

@@ -1,0 +1,603 @@
+"""A batched compiled engine: thousands of matches per call, bit-identical to the rules engine.
+
+:class:`VectorEngine` holds ``B`` matches of one table size and one :class:`RulesConfig` as a
+struct of numpy arrays (hands and every other card set as int64 bitmasks; the per-match scalars
+as the columns of one int64 matrix with a row per match) and advances all of them with one
+call, :meth:`VectorEngine.step`, to numba kernels
+(``dragons_egg_env._vector_kernels``, a port of :mod:`dragons_egg_env.engine`). After
+:meth:`~VectorEngine.reset` and every step the caller gets, for the seat to act in every match,
+the legal-action mask, the observation (exactly ``observation.Encoder(n, max_players,
+num_rounds).encode(state, seat)``), the seat, the rewards of the step, the round results and
+the finished matches (:class:`VectorStep`). Finished matches restart by themselves.
+
+:func:`random_replays` plays random matches in batch (the random choice made inside the
+compiled loop) and returns them as replay dicts that :func:`dragons_egg_env.replay.replay`
+plays back exactly. ``docs/vector.md`` describes the API, the autoreset semantics, seeding, the
+differential check against the scalar engine and the speed.
+
+Only this module and its kernel module import numba; nothing else in the package imports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from . import _vector_kernels as K
+from . import engine as E
+from .actions import NUM_ACTIONS, describe
+from .cards import ALL_CARDS, EGG_BIT, NUM_CARDS, codes
+from .config import MAX_PLAYERS, RulesConfig
+from .observation import Layout, layout
+from .replay import build_replay
+
+#: Initial length of a match's action log (it doubles when a match needs more).
+INITIAL_LOG = 256
+#: Matches played at once by :func:`random_replays`.
+REPLAY_BATCH = 1024
+
+
+class VectorStep(NamedTuple):
+    """What :meth:`VectorEngine.reset` and :meth:`VectorEngine.step` return (``B`` matches,
+    ``n`` seats). Everything describes the state *after* the call, except the fields marked
+    "of this step", which describe what the step did (all zero/False after ``reset``)."""
+
+    #: ``(B, obs_size)`` float32: the observation of the seat to act in each match.
+    obs: np.ndarray
+    #: ``(B, 134)`` bool: its legal actions.
+    mask: np.ndarray
+    #: ``(B,)`` int64: the seat to act.
+    seat: np.ndarray
+    #: ``(B, n)`` float64, of this step: each seat's reward (R27; nonzero when a round ended).
+    rewards: np.ndarray
+    #: ``(B,)`` bool, of this step: a round ended.
+    round_ended: np.ndarray
+    #: ``(B, n)`` int8, of this step: that round's finishing order, first to last (R25); -1
+    #: where no round ended.
+    round_order: np.ndarray
+    #: ``(B,)`` bool, of this step: that round ended in a deadlock (R24).
+    round_deadlock: np.ndarray
+    #: ``(B,)`` bool, of this step: the match ended (R26); the slot holds a new match now.
+    done: np.ndarray
+    #: ``(B, n)`` float64, of this step: the final scores of a match that ended (R28), zeros
+    #: elsewhere.
+    final_scores: np.ndarray
+
+
+class RandomStats(NamedTuple):
+    """What :meth:`VectorEngine.random_steps` played."""
+
+    steps: int           # steps taken, all matches together
+    rounds: int          # rounds that ended
+    matches: int         # matches that ended (and restarted)
+    rewards: np.ndarray  # (B, n) float64: the rewards of every step, summed per match and seat
+
+
+def _offsets(lay: Layout) -> np.ndarray:
+    """The kernel's view of an observation layout: field starts, the scalar part's start and
+    the size. The scalar tail must be hand_size, score (one per seat), round, asks_left."""
+    offs = np.full(K.NUM_OFFS, -1, dtype=np.int64)
+    names = [f.name for f in lay.fields]
+    for j, name in enumerate(K.OBS_FIELDS):
+        if name in names:
+            offs[j] = lay.field(name).start
+    m = lay.max_players
+    tail = [(f.name, f.start, f.size) for f in lay.fields if not f.binary]
+    nb = lay.num_binary
+    expected = [("hand_size", nb, m), ("score", nb + m, m), ("round", nb + 2 * m, 1),
+                ("asks_left", nb + 2 * m + 1, 1)]
+    known = set(K.OBS_FIELDS)
+    if tail != expected or lay.size != nb + 2 * m + 2 or not set(names) - known <= {
+            t[0] for t in expected}:
+        raise RuntimeError("the observation layout changed; update dragons_egg_env."
+                           "_vector_kernels.encode to match it")
+    offs[K.O_NB] = nb
+    offs[K.O_SIZE] = lay.size
+    return offs
+
+
+def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or value < low or (high is not None and value > high):
+        rng = f"{low}..{high}" if high is not None else f">= {low}"
+        raise ValueError(f"{name} must be an int {rng}, got {value!r}")
+    return int(value)
+
+
+class VectorEngine:
+    """``num_envs`` matches of one table size and one rule configuration, stepped together.
+
+    ``config`` or the keyword ``flags`` (the fields of :class:`RulesConfig`: ``num_players``,
+    ``num_rounds`` and every rule flag; an unknown name is a ``ConfigError``) give the rules;
+    ``max_players`` pads the observations as in ``dragons_egg_v0`` (default: ``num_players``).
+    ``seed`` seeds the per-match generators (``None``: fresh entropy, see :attr:`seed`).
+    ``record`` keeps each match's deals and actions for :meth:`to_replay` (two matches per slot:
+    the current one and the last finished one). ``copy`` makes :meth:`step` return fresh
+    arrays; with ``copy=False`` it returns the engine's own buffers, which the next call
+    overwrites.
+
+    Call :meth:`reset` first (or build the engine with :meth:`from_states`).
+    """
+
+    def __init__(self, num_envs: int, config: RulesConfig | None = None, *,
+                 max_players: int | None = None, seed: int | None = None,
+                 record: bool = True, copy: bool = True, **flags: Any) -> None:
+        B = _check_int("num_envs", num_envs, 1)
+        if config is None:
+            config = RulesConfig.from_kwargs(flags)
+        elif flags:
+            raise ValueError(f"pass either a config or rule flags, not both "
+                             f"(got {', '.join(sorted(flags))})")
+        elif not isinstance(config, RulesConfig):
+            raise TypeError(f"config must be a RulesConfig, got {type(config).__name__}")
+        n = config.num_players
+        m = n if max_players is None else _check_int("max_players", max_players, n, MAX_PLAYERS)
+        self.config = config
+        self.num_envs = B
+        self.num_players = n
+        self.max_players = m
+        self.record = bool(record)
+        self.copy = bool(copy)
+        self._obs_lay = layout(m)
+        self._state_lay = layout(m, True)
+        self._offs = _offsets(self._obs_lay)
+        self._state_offs = _offsets(self._state_lay)
+        self._cfg = np.array([
+            n, m, config.num_rounds, config.opening_ten_of_fire_alone, config.pass_locks_out,
+            config.completion_out_of_turn, config.dragons_per_play == "any",
+            config.tribute_asks, ALL_CARDS if config.egg_in_tribute else ALL_CARDS & ~EGG_BIT,
+            self.record, 1], dtype=np.int64)
+        self._prew = np.array(E.place_rewards(config), dtype=np.float64)
+        self._st = self._allocate()
+        self._ready = False
+        self.seed_generators(seed)
+
+    # -- set-up -------------------------------------------------------------------------
+    def _allocate(self) -> K.VState:
+        B, R = self.num_envs, self.config.num_rounds
+        slots = 2 if self.record else 1
+        S = np.zeros((B, K.NUM_I), dtype=np.int64)
+        S[:, K.FIN:K.FIN + MAX_PLAYERS] = -1
+        S[:, K.RORD:K.RORD + MAX_PLAYERS] = -1
+        OP = np.zeros((B, K.NUM_OP), dtype=np.int16)
+        OP[:, :NUM_CARDS] = -1
+        return K.VState(
+            S=S, OP=OP,
+            F=np.zeros((B, K.NUM_F), dtype=np.float64),
+            RES=np.zeros((B, R, self.num_players + 2), dtype=np.int32),
+            RNG=np.zeros((B, K.NUM_RNG), dtype=np.uint64),
+            HD=np.zeros((B, slots, R, self.num_players), dtype=np.int64),
+            HL=np.zeros((B, slots, INITIAL_LOG if self.record else 1), dtype=np.int16),
+            obs=np.zeros((B, self._obs_lay.size), dtype=np.float32),
+            mask=np.zeros((B, NUM_ACTIONS), dtype=np.bool_),
+        )
+
+    def seed_generators(self, seed: int | None) -> None:
+        """Seed every match's two generators (deals, random actions) from ``seed`` with
+        ``numpy.random.SeedSequence(seed).generate_state``: match ``b`` gets words ``2b`` and
+        ``2b + 1``, so its matches depend on ``seed`` and ``b`` only, not on the batch size.
+        ``None`` draws fresh entropy (kept in :attr:`seed`)."""
+        if seed is not None:
+            _check_int("seed", seed, 0)
+        ss = np.random.SeedSequence(seed)
+        #: The seed of the generators: the one given, or the entropy drawn for ``None``.
+        self.seed = int(ss.entropy)
+        words = ss.generate_state(2 * self.num_envs, np.uint64)
+        self._st.RNG[:, K.R_DEAL] = words[0::2]
+        self._st.RNG[:, K.R_ACT] = words[1::2]
+
+    # -- properties ---------------------------------------------------------------------
+    @property
+    def obs_size(self) -> int:
+        """Length of an observation (``layout(max_players).size``)."""
+        return self._obs_lay.size
+
+    @property
+    def state_size(self) -> int:
+        """Length of a full-state vector (``layout(max_players, state=True).size``)."""
+        return self._state_lay.size
+
+    @property
+    def observations(self) -> np.ndarray:
+        """The current observations ``(B, obs_size)`` (the engine's buffer; read only)."""
+        return self._st.obs
+
+    @property
+    def masks(self) -> np.ndarray:
+        """The current legal-action masks ``(B, 134)`` (the engine's buffer; read only)."""
+        return self._st.mask
+
+    @property
+    def seats(self) -> np.ndarray:
+        """The seat to act in each match ``(B,)`` (a view of the engine's state; read only)."""
+        return self._st.S[:, K.SEAT]
+
+    @property
+    def dealers(self) -> np.ndarray:
+        """The dealer of each match's current round ``(B,)`` (R4; -1 for a supplied deal in
+        round 1, as ``engine.deal`` leaves it)."""
+        return self._st.S[:, K.DEALER].copy()
+
+    @property
+    def episodes(self) -> np.ndarray:
+        """Matches finished in each slot since the engine was made ``(B,)``."""
+        return self._st.S[:, K.EPIS].copy()
+
+    # -- stepping -----------------------------------------------------------------------
+    def reset(self, seed: int | None = None, deals: Any = None) -> VectorStep:
+        """Start a new match in every slot and return the first decision of each.
+
+        ``seed`` re-seeds the generators first (:meth:`seed_generators`); ``None`` carries on
+        with them. ``deals``: an int array ``(B, n)`` (round 1) or ``(B, r, n)`` (rounds
+        1..r, ``r <= num_rounds``) of card bitmasks, one hand per seat; each must split the 45
+        cards into non-empty hands (R4). Rounds without a given deal are dealt at random (R4:
+        round 1's dealer from the generator, later the last Egg holder). Given deals apply to
+        this first match of each slot only."""
+        if seed is not None:
+            self.seed_generators(seed)
+        S = self._st.S
+        S[:, K.FORCED] = 0 if deals is None else self._load_deals(deals)
+        if self.record:
+            S[np.arange(self.num_envs), K.HOK + 1 - S[:, K.HCUR]] = 0
+        K.k_reset(self._st, self._cfg, self._offs, np.ones(self.num_envs, np.bool_))
+        self._ready = True
+        return self._outputs()
+
+    def _load_deals(self, deals: Any) -> int:
+        B, n, R = self.num_envs, self.num_players, self.config.num_rounds
+        arr = np.asarray(deals)
+        if arr.ndim == 2:
+            arr = arr[:, None, :]
+        if arr.ndim != 3 or arr.shape[0] != B or arr.shape[2] != n or not 1 <= arr.shape[1] <= R:
+            raise ValueError(f"deals must have shape ({B}, {n}) or ({B}, r, {n}) with "
+                             f"1 <= r <= {R}, got {np.shape(deals)}")
+        if arr.dtype.kind not in "iu":
+            raise ValueError(f"deals must be integer card bitmasks, got dtype {arr.dtype}")
+        for b in range(B):
+            for r in range(arr.shape[1]):
+                try:
+                    E.check_deal([int(h) for h in arr[b, r]], n)
+                except E.DealError as exc:
+                    raise E.DealError(f"deal of match {b}, round {r}: {exc}") from None
+        slots = self._st.S[:, K.HCUR]
+        self._st.HD[np.arange(B), slots, :arr.shape[1], :] = arr.astype(np.int64)
+        return arr.shape[1]
+
+    def step(self, actions: Any) -> VectorStep:
+        """Play ``actions[b]`` in match ``b`` for every ``b`` (an int array of shape ``(B,)``).
+
+        A match whose round ends is dealt its next round within the step; a match that ends
+        reports its last round and final scores and restarts (``docs/vector.md``). Raises
+        ``ValueError`` for a bad shape or type, and :class:`engine.IllegalActionError` naming
+        the first match whose action is not legal; then no match has moved."""
+        self._check_ready()
+        acts = self._check_actions(actions)
+        st = self._st
+        bad = K.k_check(st.S, acts)
+        if bad >= 0:
+            raise E.IllegalActionError(self._illegal_message(bad, int(acts[bad])))
+        if K.k_step(st, self._cfg, self._prew, self._offs, acts):
+            self._grow_log()
+        return self._outputs()
+
+    def random_steps(self, k: int) -> RandomStats:
+        """Play ``k`` uniformly random legal steps in every match, chosen inside the compiled
+        loop from each match's action generator, with the observation and mask of every step
+        computed (as :meth:`step` does; the buffers hold the last ones). Matches restart as in
+        :meth:`step`; only the last finished match of each slot keeps its replay."""
+        self._check_ready()
+        k = _check_int("k", k, 0)
+        steps_left = np.full(self.num_envs, k, dtype=np.int64)
+        return self._run_random(steps_left)
+
+    def _run_random(self, steps_left: np.ndarray) -> RandomStats:
+        acc = np.zeros((self.num_envs, self.num_players), dtype=np.float64)
+        counts = np.zeros((self.num_envs, 3), dtype=np.int64)
+        while True:  # (_grow_log replaces self._st)
+            if K.k_random(self._st, self._cfg, self._prew, self._offs, steps_left, acc,
+                          counts):
+                self._grow_log()
+            if not steps_left.any():
+                break
+        tot = counts.sum(axis=0)
+        return RandomStats(int(tot[0]), int(tot[1]), int(tot[2]), acc)
+
+    def _play_out(self) -> None:
+        """Play every match to its end with random actions, without restarting it."""
+        self._cfg[K.C_AUTO] = 0
+        try:
+            self._run_random(np.full(self.num_envs, 1 << 40, dtype=np.int64))
+        finally:
+            self._cfg[K.C_AUTO] = 1
+
+    def _check_ready(self) -> None:
+        if not self._ready:
+            raise RuntimeError("call reset() first (or build the engine with from_states())")
+
+    def _check_actions(self, actions: Any) -> np.ndarray:
+        B = self.num_envs
+        arr = np.asarray(actions)
+        if arr.shape != (B,):
+            raise ValueError(f"actions must have shape ({B},), one action per match; got "
+                             f"shape {arr.shape}")
+        if arr.dtype.kind not in "iu":
+            raise ValueError(f"actions must be integers, got dtype {arr.dtype}")
+        out = np.ascontiguousarray(arr, dtype=np.int64)
+        if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and (arr > NUM_ACTIONS).any():
+            out = np.where(arr > NUM_ACTIONS, NUM_ACTIONS, arr).astype(np.int64)
+        wrong = np.flatnonzero((out < 0) | (out >= NUM_ACTIONS))
+        if len(wrong):
+            b = int(wrong[0])
+            raise ValueError(f"match {b}: action {arr[b].item()!r} is outside the action space "
+                             f"0..{NUM_ACTIONS - 1}")
+        return out
+
+    def _illegal_message(self, b: int, a: int) -> str:
+        S = self._st.S
+        legal = ", ".join(f"{x} ({describe(x)})" for x in self.legal_actions(b))
+        phase = E.PHASE_NAMES[int(S[b, K.PH])]
+        return (f"match {b}: illegal action {a} ({describe(a)}) for seat {int(S[b, K.SEAT])} "
+                f"in phase {phase!r}; legal: {legal}")
+
+    def _grow_log(self) -> None:
+        old = self._st.HL
+        new = np.zeros((old.shape[0], old.shape[1], 2 * old.shape[2]), dtype=old.dtype)
+        new[:, :, :old.shape[2]] = old
+        self._st = self._st._replace(HL=new)
+
+    def _outputs(self) -> VectorStep:
+        st, n = self._st, self.num_players
+        S, F = st.S, st.F
+        out = VectorStep(
+            st.obs, st.mask, S[:, K.SEAT], F[:, K.REW:K.REW + n], S[:, K.REND] != 0,
+            S[:, K.RORD:K.RORD + n].astype(np.int8), S[:, K.RDEAD] != 0, S[:, K.DONE_] != 0,
+            F[:, K.FSCORE:K.FSCORE + n])
+        if self.copy:
+            out = VectorStep(out.obs.copy(), out.mask.copy(), out.seat.copy(),
+                             out.rewards.copy(), out.round_ended, out.round_order,
+                             out.round_deadlock, out.done, out.final_scores.copy())
+        return out
+
+    # -- views --------------------------------------------------------------------------
+    def legal_actions(self, i: int) -> list[int]:
+        """The legal actions of the seat to act in match ``i``, ascending."""
+        return np.flatnonzero(self._st.mask[self._index(i)]).tolist()
+
+    def observe(self, seats: Any) -> np.ndarray:
+        """Observations ``(B, obs_size)`` of match ``b`` from seat ``seats[b]`` (any seat,
+        not only the one to act): ``Encoder(n, max_players, num_rounds).encode``."""
+        self._check_ready()
+        arr = np.asarray(seats)
+        if arr.shape != (self.num_envs,) or arr.dtype.kind not in "iu" \
+                or ((arr < 0) | (arr >= self.num_players)).any():
+            raise ValueError(f"seats must be ints 0..{self.num_players - 1} of shape "
+                             f"({self.num_envs},)")
+        out = np.empty((self.num_envs, self.obs_size), dtype=np.float32)
+        K.k_encode_all(self._st.S, self._st.F, self._cfg, self._offs, False,
+                       arr.astype(np.int64), out)
+        return out
+
+    def state(self) -> np.ndarray:
+        """The full state of every match ``(B, state_size)`` float32, for centralised critics:
+        ``Encoder(n, max_players, num_rounds, state=True).encode(state, 0)``."""
+        self._check_ready()
+        out = np.empty((self.num_envs, self.state_size), dtype=np.float32)
+        K.k_encode_all(self._st.S, self._st.F, self._cfg, self._state_offs, True,
+                       np.zeros(self.num_envs, np.int64), out)
+        return out
+
+    def _index(self, i: Any) -> int:
+        return _check_int("match index", i, 0, self.num_envs - 1)
+
+    # -- scalar states ------------------------------------------------------------------
+    def to_state(self, i: int) -> E.State:
+        """Match ``i`` as a scalar :class:`engine.State`, equal field by field to the state the
+        scalar engine reaches with the same deals and actions (its legal-mask cache stale)."""
+        self._check_ready()
+        b = self._index(i)
+        st, cfg, n = self._st, self.config, self.num_players
+        row = [int(x) for x in st.S[b]]
+        s = E.State(cfg)
+        s.hands = row[K.HAND:K.HAND + n]
+        s.th = [E.thermometer(h) for h in s.hands]
+        s.owner = [int(o) for o in st.OP[b, :NUM_CARDS]]
+        s.plays = [_unpack_play(int(v)) for v in st.OP[b, K.PLAYS:K.PLAYS + row[K.NPLAYS]]]
+        s.finish = row[K.FIN:K.FIN + row[K.NFIN]]
+        s.scores = [float(x) for x in st.F[b, K.SCORE:K.SCORE + n]]
+        s.phase = E.Phase(row[K.PH])
+        for name, col in _SCALARS:
+            setattr(s, name, row[col])
+        prew = E.place_rewards(cfg)
+        results = []
+        for k in range(row[K.NRES]):
+            res = [int(x) for x in st.RES[b, k]]
+            order = tuple(res[:n])
+            rewards = [0.0] * n
+            for place, seat in enumerate(order):
+                rewards[seat] = prew[place]
+            results.append(E.RoundResult(res[n + 1], order, bool(res[n]), tuple(rewards)))
+        s.results = results
+        s.mask = -1
+        return s
+
+    @classmethod
+    def from_states(cls, states: Sequence[E.State], *, max_players: int | None = None,
+                    seed: int | None = None, record: bool = True,
+                    copy: bool = True) -> VectorEngine:
+        """An engine whose match ``b`` continues ``states[b]`` (states of one config, in any
+        decision phase, or waiting for a deal; not finished). A state waiting for its deal
+        (phase ``deal``) is dealt from the generators. Matches started this way have no
+        replay (the engine did not see their start); the next match in the slot has one."""
+        states = list(states)
+        if not states:
+            raise ValueError("from_states needs at least one state")
+        for j, s in enumerate(states):
+            if not isinstance(s, E.State):
+                raise TypeError(f"state {j} is a {type(s).__name__}, not an engine.State")
+        config = states[0].config
+        for j, s in enumerate(states):
+            if s.config != config:
+                raise ValueError(f"state {j} has another config than state 0; one engine "
+                                 f"plays one config")
+        eng = cls(len(states), config, max_players=max_players, seed=seed, record=record,
+                  copy=copy)
+        for b, s in enumerate(states):
+            eng._load_state(b, s)
+        K.k_refresh(eng._st, eng._cfg, eng._offs)
+        eng._ready = True
+        return eng
+
+    def _load_state(self, b: int, s: E.State) -> None:
+        st, n = self._st, self.num_players
+        if s.phase == E.DONE:
+            raise ValueError(f"state {b} is a finished match (phase 'done'): nothing to play")
+        if s.phase == E.DEAL and s.round_idx > 0 and not s.results:
+            raise ValueError(f"state {b} waits for the deal of round {s.round_idx + 1} but has "
+                             f"no round results: the dealer and the Dragon come from the "
+                             f"last one (R4, R30)")
+        S = st.S
+        S[b, K.HAND:K.HAND + n] = s.hands
+        st.OP[b, :NUM_CARDS] = s.owner
+        S[b, K.FIN:K.FIN + MAX_PLAYERS] = -1
+        S[b, K.FIN:K.FIN + len(s.finish)] = s.finish
+        S[b, K.NFIN] = len(s.finish)
+        st.F[b, K.SCORE:K.SCORE + n] = s.scores
+        S[b, K.PH] = int(s.phase)
+        for name, col in _SCALARS:
+            S[b, col] = getattr(s, name)
+        S[b, K.NPLAYS] = len(s.plays)
+        for k, (p, cards) in enumerate(s.plays):
+            st.OP[b, K.PLAYS + k] = _pack_play(p, cards, b)
+        S[b, K.NRES] = len(s.results)
+        for k, res in enumerate(s.results):
+            st.RES[b, k, :n] = res.order
+            st.RES[b, k, n] = res.deadlock
+            st.RES[b, k, n + 1] = res.round
+        slot = int(S[b, K.HCUR])
+        S[b, K.HLEN + slot] = 0
+        S[b, K.HDEALT + slot] = 0
+        S[b, K.HFIN + slot] = 0
+        st.RNG[b, K.R_SEED + slot] = st.RNG[b, K.R_DEAL]
+        S[b, K.HOK + slot] = s.phase == E.DEAL and s.round_idx == 0
+        S[b, K.FORCED] = 0
+
+    # -- replays ------------------------------------------------------------------------
+    def to_replay(self, i: int) -> dict[str, Any]:
+        """The current match of slot ``i`` so far, as a replay dict (the format of
+        ``raw_env.to_replay``) that :func:`dragons_egg_env.replay.replay` plays back."""
+        self._check_ready()
+        b = self._index(i)
+        S = self._st.S
+        slot = int(S[b, K.HCUR])
+        scores = self._st.F[b, K.SCORE:K.SCORE + self.num_players].tolist()
+        return self._replay_dict(b, slot, bool(S[b, K.PH] == E.DONE), scores)
+
+    def finished_replay(self, i: int) -> dict[str, Any]:
+        """The last match that ended in slot ``i`` (the one whose end a step reported with
+        ``done[i]``), as a replay dict; kept until the slot finishes its next match."""
+        self._check_ready()
+        b = self._index(i)
+        S = self._st.S
+        slot = 1 - int(S[b, K.HCUR]) if self.record else 0
+        if not self.record or not S[b, K.HFIN + slot] or not S[b, K.HOK + slot]:
+            raise ValueError(f"match slot {b} has no finished match with a replay "
+                             f"(record={self.record})")
+        col = K.HSCORE + slot * MAX_PLAYERS
+        scores = self._st.F[b, col:col + self.num_players].tolist()
+        return self._replay_dict(b, slot, True, scores)
+
+    def match_deals(self, i: int) -> list[list[int]]:
+        """The deals of the current match of slot ``i`` so far: per round, one card bitmask
+        per seat (the rounds dealt before a :meth:`from_states` start are unknown: zeros)."""
+        self._check_ready()
+        b = self._index(i)
+        S = self._st.S
+        slot = int(S[b, K.HCUR])
+        dealt = int(S[b, K.HDEALT + slot])
+        return [[int(h) for h in self._st.HD[b, slot, r]] for r in range(dealt)]
+
+    def _replay_dict(self, b: int, slot: int, finished: bool,
+                     scores: list[float]) -> dict[str, Any]:
+        st = self._st
+        if not self.record:
+            raise ValueError("this engine keeps no replays (record=False)")
+        if not st.S[b, K.HOK + slot]:
+            raise ValueError(f"match {b} started from an engine.State (from_states), not from "
+                             f"its first deal: it has no replay (the next match in the slot "
+                             f"will)")
+        dealt = int(st.S[b, K.HDEALT + slot])
+        log = st.HL[b, slot, :st.S[b, K.HLEN + slot]].tolist()
+        return build_replay(self.config, self.max_players, int(st.RNG[b, K.R_SEED + slot]) >> 1,
+                            st.HD[b, slot, :dealt].tolist(), [(v >> 8, v & 255) for v in log],
+                            scores, finished=finished)
+
+    # -- memory -------------------------------------------------------------------------
+    def memory_per_match(self) -> dict[str, float]:
+        """Bytes per match: ``engine`` (the game state, legal masks and generators),
+        ``observation`` (the observation buffer), ``outputs`` (mask, seat, rewards, round and
+        match results), ``history`` (deals and action logs kept for replays)."""
+        st, B = self._st, self.num_envs
+        i_history = 8  # the HLEN/HOK/HFIN/HDEALT columns of S
+        i_outputs = 4 + MAX_PLAYERS  # SEAT, REND, RDEAD, DONE_ and RORD
+        engine = (st.S.nbytes // B - 8 * (i_history + i_outputs) + st.OP.nbytes // B
+                  + 8 * MAX_PLAYERS + st.RES.nbytes // B + 8 * 2)
+        outputs = 8 * (i_outputs + 2 * MAX_PLAYERS) + st.mask.nbytes // B
+        history = (8 * i_history + 8 * 2 + 8 * 2 * MAX_PLAYERS + st.HD.nbytes // B
+                   + st.HL.nbytes // B)
+        return {"engine": engine, "observation": st.obs.nbytes / B, "outputs": outputs,
+                "history": history}
+
+
+#: (engine.State attribute, column of ``S``) of the per-match scalars copied one to one.
+_SCALARS = (
+    ("current", K.CUR), ("turn", K.TURN), ("top_rank", K.TOP), ("top_count", K.CNT),
+    ("last_player", K.LAST), ("egg_holder", K.EGGH), ("dragon", K.DRAG), ("victim", K.VICT),
+    ("dealer", K.DEALER), ("asks_left", K.ASKL), ("gives_left", K.GIVL),
+    ("round_idx", K.ROUND), ("passed", K.PASSED), ("locked", K.LOCKED),
+    ("active", K.ACTIVE), ("egg_known", K.EGGK), ("pile", K.PILE), ("rem", K.REM),
+    ("played", K.PLAYED), ("opening_mask", K.OPEN), ("asked", K.ASKED), ("hits", K.HITS),
+    ("given", K.GIVEN),
+)
+
+
+def _pack_play(p: int, cards: int, b: int) -> int:
+    """A pile play ``(seat, cards)`` as the kernel stores it (cards within one nibble)."""
+    low = (cards & -cards).bit_length() - 1
+    nib = low >> 2
+    if cards <= 0 or cards >> (4 * nib) > 15:
+        raise ValueError(f"state {b}: play {codes(cards)} by seat {p} is not cards of one "
+                         f"number or dragon cards")
+    return p | (nib << 3) | ((cards >> (4 * nib)) << 7)
+
+
+def _unpack_play(v: int) -> tuple[int, int]:
+    return v & 7, ((v >> 7) & 15) << (4 * ((v >> 3) & 15))
+
+
+def random_replays(num_matches: int, num_players: int = 4, num_rounds: int = 3, seed: int = 0,
+                   max_players: int | None = None, **flags: Any) -> list[dict[str, Any]]:
+    """``num_matches`` matches of uniformly random legal play, played in batches of up to
+    :data:`REPLAY_BATCH` with the random choice made inside the compiled loop, as replay dicts
+    that :func:`dragons_egg_env.replay.replay` plays back exactly (scores included). The same
+    arguments give the same matches."""
+    count = _check_int("num_matches", num_matches, 0)
+    config = RulesConfig.from_kwargs({"num_players": num_players, "num_rounds": num_rounds,
+                                      **flags})
+    if count == 0:
+        return []
+    eng = VectorEngine(min(count, REPLAY_BATCH), config, max_players=max_players, seed=seed,
+                       record=True, copy=False)
+    out: list[dict[str, Any]] = []
+    eng.reset()
+    while True:
+        eng._play_out()
+        take = min(eng.num_envs, count - len(out))
+        out.extend(eng.to_replay(i) for i in range(take))
+        if len(out) >= count:
+            return out
+        eng.reset()
+
+
+__all__ = ["VectorEngine", "VectorStep", "RandomStats", "random_replays"]

@@ -1,0 +1,758 @@
+"""Batched self-play PPO on the compiled engine: every seat of thousands of matches learns.
+
+``python -m experiments.selfplay [--total-samples N] [--seed N] [--run-name NAME] ...``
+(``--help`` lists every setting; they are the fields of :class:`SelfPlayConfig`, parsed by
+tyro, and may come from a JSON file with ``--config``). One
+:class:`~dragons_egg_env.vector.VectorEngine` per table size (2..8 by default) holds
+``envs_per_size`` matches, observations padded to ``max_players`` seats, so one policy plays
+every table size. At each step the policy (a masked MLP in torch) acts for the seat to move in
+every match at once; the seat's decisions form one trajectory per match and seat, whose
+reward is what that seat earned until its next decision (R27 round rewards, the last at the
+end of the match). Advantages are GAE over those per-seat trajectories, bootstrapped at the
+end of a rollout with the value of each seat's current observation. A share of the seats
+(``opponent_share``) can be played by frozen snapshots of the learner (a league), drawn per
+match; their decisions are not trained on.
+
+Tribute decisions (ask and give, R31..R33) are a few per match; ``tribute_weight`` scales
+their part of the loss so that the learner hears about them (docs/training.md compares
+settings).
+
+Every ``eval_every`` samples the policy is exported (``agents.netpolicy`` format, played by
+the ``net`` and ``ppo`` agents) and evaluated with the tournament code (duplicate deals,
+bootstrap intervals) against ``eval_opponents``; the learning curve (strength against samples
+and wall time) goes to ``eval.csv``, ``learning_curve.png`` and TensorBoard. Checkpoints
+(``checkpoints/latest.pt``: weights, optimiser, counters, generators, league, history) let
+``--resume`` continue a run. Torch uses ``torch_threads`` threads (default 1).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dragons_egg_env.actions import ASK_BASE, NUM_ACTIONS
+from dragons_egg_env.config import MAX_PLAYERS, TABLE_SIZES, RulesConfig
+from dragons_egg_env.observation import layout
+
+CHECKPOINT_FORMAT = "dragons-egg-selfplay"
+
+
+@dataclass
+class SelfPlayConfig:
+    """Every setting of a self-play run (each is a command-line flag)."""
+
+    #: Seed of the engines, the network and the action sampling.
+    seed: int = 0
+    #: Learner samples (decisions trained on) to collect in all.
+    total_samples: int = 2_000_000
+    #: Table sizes played at once, one engine each.
+    table_sizes: tuple[int, ...] = TABLE_SIZES
+    #: Matches per table size.
+    envs_per_size: int = 128
+    #: Observation padding: the policy plays any table up to this size.
+    max_players: int = MAX_PLAYERS
+    #: Rounds per match (R26).
+    num_rounds: int = 3
+    #: Steps per match in each rollout.
+    rollout_steps: int = 64
+    #: Hidden layer sizes of the shared trunk.
+    hidden: tuple[int, ...] = (256, 256)
+    learning_rate: float = 3e-4
+    gamma: float = 1.0
+    gae_lambda: float = 0.95
+    clip_range: float = 0.2
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    #: Passes over each rollout.
+    epochs: int = 2
+    minibatch: int = 4096
+    #: Loss weight of tribute decisions (ask and give) relative to play decisions.
+    tribute_weight: float = 1.0
+    #: Share of seats played by frozen snapshots (0: pure self-play).
+    opponent_share: float = 0.0
+    #: Add a snapshot to the league every this many samples (0: never).
+    snapshot_every: int = 0
+    max_snapshots: int = 5
+    #: Evaluate every this many samples (0: only at the end).
+    eval_every: int = 500_000
+    #: Duplicate matches per evaluation (rounded up to whole rotations).
+    eval_matches: int = 200
+    eval_opponents: tuple[str, ...] = ("heuristic",)
+    eval_players: int = 4
+    eval_workers: int = 1
+    #: Save ``checkpoints/latest.pt`` every this many samples.
+    checkpoint_every: int = 250_000
+    torch_threads: int = 1
+    out_dir: str = "runs"
+    #: Run folder name (default ``selfplay-seed<seed>``).
+    run_name: str = ""
+    progress: bool = True
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first bad setting."""
+        def need(cond: bool, msg: str) -> None:
+            if not cond:
+                raise ValueError(msg)
+
+        need(self.total_samples >= 1, f"total_samples must be >= 1, got {self.total_samples}")
+        need(bool(self.table_sizes), "table_sizes must name at least one table size")
+        need(self.max_players in TABLE_SIZES, f"max_players must be in {TABLE_SIZES}")
+        for n in self.table_sizes:
+            need(n in TABLE_SIZES and n <= self.max_players,
+                 f"table size {n} must be in 2..max_players ({self.max_players})")
+            RulesConfig(num_players=n, num_rounds=self.num_rounds)
+        for name in ("envs_per_size", "rollout_steps", "epochs", "minibatch", "torch_threads",
+                     "eval_matches", "eval_workers", "max_snapshots"):
+            need(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("eval_every", "checkpoint_every", "snapshot_every"):
+            need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
+        need(all(isinstance(h, int) and h > 0 for h in self.hidden) and bool(self.hidden),
+             f"hidden must be positive ints, got {self.hidden}")
+        need(self.learning_rate > 0, "learning_rate must be > 0")
+        need(0 < self.gamma <= 1 and 0 <= self.gae_lambda <= 1,
+             "gamma must be in (0, 1] and gae_lambda in [0, 1]")
+        need(0 <= self.opponent_share < 1, "opponent_share must be in [0, 1)")
+        need(self.tribute_weight >= 0, "tribute_weight must be >= 0")
+        need(self.eval_players in TABLE_SIZES and self.eval_players <= self.max_players,
+             f"eval_players must be in 2..{self.max_players}")
+        if self.eval_opponents:
+            from agents import parse_spec
+
+            for spec in self.eval_opponents:
+                parse_spec(spec)
+
+    @property
+    def name(self) -> str:
+        return self.run_name or f"selfplay-seed{self.seed}"
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.out_dir) / self.name
+
+
+# ---------------------------------------------------------------------------------------
+# The network.
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def build_network(cfg: SelfPlayConfig):
+    """The masked actor-critic MLP: a tanh trunk, an action head and a value head."""
+    torch = _torch()
+    nn = torch.nn
+
+    class ActorCritic(nn.Module):
+        def __init__(self, obs_size: int, hidden: tuple[int, ...]) -> None:
+            super().__init__()
+            layers: list[Any] = []
+            prev = obs_size
+            for h in hidden:
+                layers += [nn.Linear(prev, h), nn.Tanh()]
+                prev = h
+            self.trunk = nn.Sequential(*layers)
+            self.pi = nn.Linear(prev, NUM_ACTIONS)
+            self.v = nn.Linear(prev, 1)
+            nn.init.orthogonal_(self.pi.weight, 0.01)
+            nn.init.zeros_(self.pi.bias)
+
+        def forward(self, obs, mask):
+            h = self.trunk(obs)
+            logits = self.pi(h).masked_fill(~mask, -1e9)
+            return logits, self.v(h).squeeze(-1)
+
+    return ActorCritic(layout(cfg.max_players).size, tuple(cfg.hidden))
+
+
+def export_policy(model, cfg: SelfPlayConfig, path: Path, provenance: dict[str, Any]):
+    """Write the network as an ``agents.netpolicy`` file (numpy arrays)."""
+    from agents.netpolicy import NetPolicy
+
+    lin = [m for m in model.trunk if hasattr(m, "weight")]
+    layers = [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy()) for m in lin]
+    pi = (model.pi.weight.detach().numpy().T.copy(), model.pi.bias.detach().numpy().copy())
+    v = (model.v.weight.detach().numpy().T.copy(), model.v.bias.detach().numpy().copy())
+    meta = {"max_players": cfg.max_players, "obs_size": layout(cfg.max_players).size,
+            "num_actions": NUM_ACTIONS, "hidden": list(cfg.hidden), "activation": "tanh",
+            "provenance": provenance}
+    return NetPolicy(layers, pi, v, meta).save(path)
+
+
+# ---------------------------------------------------------------------------------------
+# Collection.
+
+@dataclass
+class Rollout:
+    """One rollout, time-major: index ``t * B + g`` is step ``t`` of global match ``g``."""
+
+    obs: np.ndarray
+    mask: np.ndarray
+    action: np.ndarray
+    logp: np.ndarray
+    value: np.ndarray
+    learner: np.ndarray    # bool: a learner decision (trained on)
+    reward: np.ndarray     # what the deciding seat earned until its next decision
+    terminal: np.ndarray   # the match ended before the seat decided again
+    next_index: np.ndarray  # index of the seat's next decision in this rollout, else -1
+    bootstrap: np.ndarray  # value of the seat's observation at the end of the rollout
+    seat: np.ndarray       # the deciding seat
+
+
+class Collector:
+    """The engines of every table size and the per-seat bookkeeping of a rollout."""
+
+    def __init__(self, cfg: SelfPlayConfig, seed: int) -> None:
+        from dragons_egg_env.vector import VectorEngine
+
+        self.cfg = cfg
+        self.engines = []
+        self.offsets = []
+        off = 0
+        for k, n in enumerate(cfg.table_sizes):
+            eng = VectorEngine(cfg.envs_per_size, num_players=n, num_rounds=cfg.num_rounds,
+                               max_players=cfg.max_players, seed=seed * 1000 + k,
+                               record=False)
+            self.engines.append(eng)
+            self.offsets.append(off)
+            off += cfg.envs_per_size
+        self.num = off
+        self.steps = [eng.reset() for eng in self.engines]
+        self.rng = np.random.default_rng(seed)
+        #: owner[e][b, s]: 0 for the learner, k > 0 for snapshot k-1 of the league.
+        self.owner = [np.zeros((cfg.envs_per_size, n), np.int64) for n in cfg.table_sizes]
+        self.matches_done = 0
+
+    def draw_owners(self, e: int, rows: np.ndarray, league: int) -> None:
+        """Seats of fresh matches: each a snapshot with probability ``opponent_share``, but
+        at least one learner seat per match."""
+        own = self.owner[e]
+        if not league or not self.cfg.opponent_share or not len(rows):
+            own[rows] = 0
+            return
+        n = own.shape[1]
+        pick = self.rng.random((len(rows), n)) < self.cfg.opponent_share
+        pick[np.arange(len(rows)), self.rng.integers(0, n, len(rows))] = False
+        own[rows] = np.where(pick, self.rng.integers(1, league + 1, (len(rows), n)), 0)
+
+    def collect(self, act_fn, snap_fns, value_fn) -> tuple[Rollout, dict[str, float]]:
+        """Play ``rollout_steps`` steps of every match. ``act_fn(obs, mask) -> (action, logp,
+        value)`` is the learner; ``snap_fns[k]`` the league's snapshots."""
+        T, B = self.cfg.rollout_steps, self.num
+        size = layout(self.cfg.max_players).size
+        N = T * B
+        ro = Rollout(np.empty((N, size), np.float32), np.empty((N, NUM_ACTIONS), np.bool_),
+                     np.zeros(N, np.int64), np.zeros(N, np.float32), np.zeros(N, np.float32),
+                     np.zeros(N, np.bool_), np.zeros(N, np.float32), np.zeros(N, np.bool_),
+                     np.full(N, -1, np.int64), np.zeros(N, np.float32), np.zeros(N, np.int64))
+        pending = [np.full((eng.num_envs, eng.num_players), -1, np.int64)
+                   for eng in self.engines]
+        rounds = 0
+        for t in range(T):
+            sl = slice(t * B, (t + 1) * B)
+            obs = np.concatenate([st.obs for st in self.steps])
+            mask = np.concatenate([st.mask for st in self.steps])
+            seat = np.concatenate([st.seat for st in self.steps])
+            who = np.concatenate([own[np.arange(len(own)), st.seat]
+                                  for own, st in zip(self.owner, self.steps, strict=True)])
+            ro.obs[sl], ro.mask[sl], ro.seat[sl] = obs, mask, seat
+            learn = who == 0
+            ro.learner[sl] = learn
+            actions = np.zeros(B, np.int64)
+            a, lp, v = act_fn(obs[learn], mask[learn])
+            actions[learn] = a
+            ro.logp[sl][learn], ro.value[sl][learn] = lp, v
+            for k, fn in enumerate(snap_fns, start=1):
+                rows = who == k
+                if rows.any():
+                    actions[rows] = fn(obs[rows], mask[rows])
+            ro.action[sl] = actions
+            for e, eng in enumerate(self.engines):
+                o = self.offsets[e]
+                idx = t * B + o + np.arange(eng.num_envs)
+                rows = slice(o, o + eng.num_envs)
+                self._before(e, pending[e], idx, seat[rows], learn[rows], ro)
+                st = eng.step(actions[rows])
+                self.steps[e] = st
+                rounds += int(st.round_ended.sum())
+                self._after(e, pending[e], st, ro)
+        self._bootstrap(pending, value_fn, ro)
+        return ro, {"rounds": rounds}
+
+    @staticmethod
+    def _before(e: int, pend: np.ndarray, idx: np.ndarray, seat: np.ndarray,
+                learn: np.ndarray, ro: Rollout) -> None:
+        """The seat to act decides: its previous decision's trajectory continues here."""
+        b = np.arange(len(idx))
+        prev = pend[b, seat]
+        link = (prev >= 0) & learn
+        ro.next_index[prev[link]] = idx[link]
+        pend[b, seat] = np.where(learn, idx, -1)
+
+    def _after(self, e: int, pend: np.ndarray, st, ro: Rollout) -> None:
+        """Credit the step's rewards to every seat's pending decision; close finished
+        matches."""
+        for s in range(pend.shape[1]):
+            p = pend[:, s]
+            has = p >= 0
+            if has.any():
+                np.add.at(ro.reward, p[has], st.rewards[has, s].astype(np.float32))
+        done = np.flatnonzero(st.done)
+        if len(done):
+            p = pend[done]
+            ro.terminal[p[p >= 0]] = True
+            pend[done] = -1
+            self.matches_done += len(done)
+            self.draw_owners(e, done, self.league_size)
+
+    league_size = 0
+
+    def _bootstrap(self, pending, value_fn, ro: Rollout) -> None:
+        """Open trajectories end with the value of the seat's observation now."""
+        for e, eng in enumerate(self.engines):
+            pend = pending[e]
+            for s in range(eng.num_players):
+                p = pend[:, s]
+                has = p >= 0
+                if has.any():
+                    obs = eng.observe(np.full(eng.num_envs, s, np.int64))
+                    ro.bootstrap[p[has]] = value_fn(obs[has])
+
+
+def advantages(ro: Rollout, T: int, B: int, gamma: float, lam: float) -> np.ndarray:
+    """GAE over each seat's own trajectory (its decisions in order, ``next_index``)."""
+    N = T * B
+    adv = np.zeros(N, np.float32)
+    for t in range(T - 1, -1, -1):
+        sl = slice(t * B, (t + 1) * B)
+        nx = ro.next_index[sl]
+        term = ro.terminal[sl]
+        linked = nx >= 0
+        safe = np.where(linked, nx, 0)
+        next_v = np.where(term, 0.0, np.where(linked, ro.value[safe], ro.bootstrap[sl]))
+        next_adv = np.where(linked & ~term, adv[safe], 0.0)
+        delta = ro.reward[sl] + gamma * next_v - ro.value[sl]
+        adv[sl] = np.where(ro.learner[sl], delta + gamma * lam * next_adv, 0.0)
+    return adv
+
+
+# ---------------------------------------------------------------------------------------
+# The learner.
+
+class Learner:
+    """The network, its optimiser and the PPO update."""
+
+    def __init__(self, cfg: SelfPlayConfig) -> None:
+        torch = _torch()
+        torch.set_num_threads(cfg.torch_threads)
+        torch.manual_seed(cfg.seed)
+        self.torch = torch
+        self.cfg = cfg
+        self.model = build_network(cfg)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.learning_rate, eps=1e-5)
+        self.gen = torch.Generator().manual_seed(cfg.seed)
+
+    def act(self, obs: np.ndarray, mask: np.ndarray):
+        torch = self.torch
+        with torch.no_grad():
+            logits, v = self.model(torch.from_numpy(obs), torch.from_numpy(mask))
+            probs = torch.softmax(logits, -1)
+            a = torch.multinomial(probs, 1, generator=self.gen).squeeze(-1)
+            lp = torch.log_softmax(logits, -1).gather(1, a[:, None]).squeeze(-1)
+        return a.numpy(), lp.numpy(), v.numpy()
+
+    def value(self, obs: np.ndarray) -> np.ndarray:
+        torch = self.torch
+        with torch.no_grad():
+            h = self.model.trunk(torch.from_numpy(obs))
+            return self.model.v(h).squeeze(-1).numpy()
+
+    def update(self, ro: Rollout, adv: np.ndarray) -> dict[str, float]:
+        torch = self.torch
+        cfg = self.cfg
+        idx = np.flatnonzero(ro.learner)
+        ret = adv + ro.value
+        tribute = ro.mask[:, ASK_BASE:].any(axis=1)
+        weight = np.where(tribute, cfg.tribute_weight, 1.0).astype(np.float32)
+        t = {k: torch.from_numpy(np.ascontiguousarray(v[idx])) for k, v in (
+            ("obs", ro.obs), ("mask", ro.mask), ("act", ro.action), ("logp", ro.logp),
+            ("adv", adv), ("ret", ret), ("w", weight), ("v", ro.value))}
+        n = len(idx)
+        stats = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "clip_frac": 0.0,
+                 "approx_kl": 0.0}
+        count = 0
+        for _ in range(cfg.epochs):
+            perm = torch.randperm(n, generator=self.gen)
+            for start in range(0, n, cfg.minibatch):
+                mb = perm[start:start + cfg.minibatch]
+                s = self._minibatch({k: v[mb] for k, v in t.items()})
+                for k in stats:
+                    stats[k] += s[k]
+                count += 1
+        return {k: v / max(count, 1) for k, v in stats.items()}
+
+    def _minibatch(self, b: dict[str, Any]) -> dict[str, float]:
+        torch = self.torch
+        cfg = self.cfg
+        logits, v = self.model(b["obs"], b["mask"])
+        logp_all = torch.log_softmax(logits, -1)
+        logp = logp_all.gather(1, b["act"][:, None]).squeeze(-1)
+        ratio = torch.exp(logp - b["logp"])
+        adv = b["adv"]
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        w = b["w"]
+        pg = -torch.min(ratio * adv, ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range) * adv)
+        policy_loss = (pg * w).sum() / w.sum()
+        value_loss = (((v - b["ret"]) ** 2) * w).sum() / w.sum()
+        probs = logp_all.exp()
+        ent = -(probs * logp_all.masked_fill(~b["mask"], 0.0)).sum(-1)
+        entropy = (ent * w).sum() / w.sum()
+        loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
+        self.opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+        self.opt.step()
+        with torch.no_grad():
+            kl = ((ratio - 1) - (logp - b["logp"])).mean().item()
+            clip = ((ratio - 1).abs() > cfg.clip_range).float().mean().item()
+        return {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(),
+                "entropy": entropy.item(), "clip_frac": clip, "approx_kl": kl}
+
+
+# ---------------------------------------------------------------------------------------
+# Evaluation.
+
+def evaluate(policy_path: Path, cfg: SelfPlayConfig, seed: int) -> dict[str, Any]:
+    """Duplicate-deal tournament of the exported policy against ``eval_opponents``."""
+    from experiments.tournament import TournamentConfig, run_matches, summarize
+
+    n = cfg.eval_players
+    me = f"net:path={policy_path}"
+    opps = list(cfg.eval_opponents)
+    lineup = [me] + [opps[i % len(opps)] for i in range(n - 1)]
+    tc = TournamentConfig(agents=lineup, num_players=n, matches=cfg.eval_matches, seed=seed,
+                          num_rounds=cfg.num_rounds, workers=cfg.eval_workers, bootstrap=1000)
+    summary = summarize(tc, run_matches(tc, progress=False))
+    mine = summary["agents"][me]
+    out: dict[str, Any] = {"mean_score": mine["mean_score"].mean,
+                           "score_low": mine["mean_score"].low,
+                           "score_high": mine["mean_score"].high}
+    for opp in dict.fromkeys(opps):
+        d = summary["differences"].get(f"{me} - {opp}")
+        if d is not None:
+            out[f"diff_{opp}"], out[f"diff_{opp}_low"], out[f"diff_{opp}_high"] = \
+                d.mean, d.low, d.high
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# The run.
+
+class Run:
+    """A self-play run: collection, updates, league, evaluation, checkpoints."""
+
+    def __init__(self, cfg: SelfPlayConfig, resume: str | None = None) -> None:
+        cfg.validate()
+        self.cfg = cfg
+        self.dir = cfg.run_dir
+        (self.dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+        (self.dir / "policies").mkdir(exist_ok=True)
+        self.learner = Learner(cfg)
+        self.samples = 0
+        self.updates = 0
+        self.seconds = 0.0      # wall time of collection and updates
+        self.eval_seconds = 0.0
+        self.history: list[dict[str, Any]] = []
+        self.league: list[str] = []   # snapshot policy files
+        self.marks = {"eval": 0, "checkpoint": 0, "snapshot": 0}
+        if resume:
+            self._load(Path(resume))
+        (self.dir / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
+        self.collector = Collector(cfg, cfg.seed + self.updates)
+        self._snap_policies: list[Any] = []
+        self._sync_league()
+        self.writer = _summary_writer(self.dir)
+
+    # -- checkpoints -----------------------------------------------------------------------
+    def save(self) -> Path:
+        torch = self.learner.torch
+        path = self.dir / "checkpoints" / "latest.pt"
+        state = {"format": CHECKPOINT_FORMAT, "config": dataclasses.asdict(self.cfg),
+                 "model": self.learner.model.state_dict(),
+                 "optimizer": self.learner.opt.state_dict(),
+                 "generator": self.learner.gen.get_state(), "samples": self.samples,
+                 "updates": self.updates, "seconds": self.seconds,
+                 "eval_seconds": self.eval_seconds, "history": self.history,
+                 "league": self.league, "marks": self.marks}
+        tmp = path.with_name(path.name + ".tmp")
+        torch.save(state, tmp)
+        tmp.replace(path)
+        return path
+
+    def _load(self, path: Path) -> None:
+        torch = self.learner.torch
+        if not path.is_file():
+            raise ValueError(f"checkpoint {path} does not exist")
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=False)
+        except Exception as exc:  # noqa: BLE001 - torch raises many kinds on a bad file
+            raise ValueError(f"checkpoint {path} could not be read: "
+                             f"{type(exc).__name__}: {exc}") from None
+        if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(f"{path} is not a self-play checkpoint")
+        if tuple(state["config"]["hidden"]) != tuple(self.cfg.hidden) or \
+                state["config"]["max_players"] != self.cfg.max_players:
+            raise ValueError(f"checkpoint {path} has another network shape (hidden "
+                             f"{state['config']['hidden']}, max_players "
+                             f"{state['config']['max_players']})")
+        self.learner.model.load_state_dict(state["model"])
+        self.learner.opt.load_state_dict(state["optimizer"])
+        self.learner.gen.set_state(state["generator"])
+        for k in ("samples", "updates", "seconds", "eval_seconds", "history", "league",
+                  "marks"):
+            setattr(self, k, state[k])
+        self.league = [p for p in self.league if Path(p).is_file()]
+
+    # -- league ------------------------------------------------------------------------------
+    def _sync_league(self) -> None:
+        from agents.netpolicy import load_policy_file
+
+        self._snap_policies = [load_policy_file(p) for p in self.league]
+        self.collector.league_size = len(self.league)
+
+    def _snapshot_fns(self):
+        fns = []
+        for pol in self._snap_policies:
+            def fn(obs, mask, pol=pol):
+                return np.argmax(pol.logits(obs, mask), axis=-1)
+            fns.append(fn)
+        return fns
+
+    def _add_snapshot(self) -> None:
+        path = self.dir / "policies" / f"snapshot_{self.samples}.npz"
+        export_policy(self.learner.model, self.cfg, path, self._provenance())
+        self.league.append(str(path))
+        self.league = self.league[-self.cfg.max_snapshots:]
+        self._sync_league()
+
+    def _provenance(self) -> dict[str, Any]:
+        return {"trainer": "experiments.selfplay", "samples": self.samples,
+                "updates": self.updates, "seconds": round(self.seconds, 1),
+                "config": dataclasses.asdict(self.cfg)}
+
+    # -- the loop ------------------------------------------------------------------------
+    def train(self) -> Path:
+        cfg = self.cfg
+        bar = _progress(cfg, self.samples)
+        while self.samples < cfg.total_samples:
+            stats = self.iteration()
+            if bar is not None:
+                bar.update(stats["samples"])
+                bar.set_postfix(sps=f"{self.samples / max(self.seconds, 1e-9):,.0f}")
+            self._periodic()
+        if bar is not None:
+            bar.close()
+        return self.finish()
+
+    def iteration(self) -> dict[str, float]:
+        """One rollout and one update; returns their figures."""
+        cfg = self.cfg
+        t0 = time.perf_counter()
+        ro, info = self.collector.collect(self.learner.act, self._snapshot_fns(),
+                                          self.learner.value)
+        t1 = time.perf_counter()
+        adv = advantages(ro, cfg.rollout_steps, self.collector.num, cfg.gamma, cfg.gae_lambda)
+        stats = self.learner.update(ro, adv)
+        t2 = time.perf_counter()
+        n = int(ro.learner.sum())
+        self.samples += n
+        self.updates += 1
+        self.seconds += t2 - t0
+        stats.update(samples=n, collect_s=t1 - t0, update_s=t2 - t1,
+                     samples_per_s=n / (t2 - t0), rounds=info["rounds"])
+        if self.writer is not None:
+            for k, v in stats.items():
+                self.writer.add_scalar(f"train/{k}", v, self.samples)
+        return stats
+
+    def _periodic(self) -> None:
+        cfg = self.cfg
+        m = self.marks
+        if cfg.snapshot_every and self.samples - m["snapshot"] >= cfg.snapshot_every:
+            m["snapshot"] = self.samples
+            self._add_snapshot()
+        if cfg.eval_every and self.samples - m["eval"] >= cfg.eval_every:
+            m["eval"] = self.samples
+            self.run_eval()
+        if cfg.checkpoint_every and self.samples - m["checkpoint"] >= cfg.checkpoint_every:
+            m["checkpoint"] = self.samples
+            self.save()
+
+    def run_eval(self) -> dict[str, Any]:
+        cfg = self.cfg
+        t0 = time.perf_counter()
+        path = export_policy(self.learner.model, cfg,
+                             self.dir / "policies" / f"policy_{self.samples}.npz",
+                             self._provenance())
+        row = {"samples": self.samples, "seconds": round(self.seconds, 1)}
+        if cfg.eval_opponents:
+            row.update(evaluate(path, cfg, seed=cfg.seed + 7919 * len(self.history)))
+        self.eval_seconds += time.perf_counter() - t0
+        self.history.append(row)
+        _append_csv(self.dir / "eval.csv", row)
+        if self.writer is not None:
+            for k, v in row.items():
+                if isinstance(v, float):
+                    self.writer.add_scalar(f"eval/{k}", v, self.samples)
+        print(f"eval at {self.samples:,} samples ({self.seconds:,.0f} s): "
+              + ", ".join(f"{k} {v:+.3f}" for k, v in row.items() if k.startswith("diff_")
+                          and not k.endswith(("_low", "_high"))), file=sys.stderr, flush=True)
+        _plot_curve(self.history, self.dir / "learning_curve.png")
+        return row
+
+    def finish(self) -> Path:
+        """The final evaluation, checkpoint and exported policy (``final.npz``)."""
+        if not self.history or self.history[-1]["samples"] != self.samples:
+            self.run_eval()
+        self.save()
+        final = export_policy(self.learner.model, self.cfg, self.dir / "final.npz",
+                              self._provenance())
+        (self.dir / "summary.json").write_text(json.dumps({
+            "samples": self.samples, "updates": self.updates, "seconds": self.seconds,
+            "samples_per_s": self.samples / max(self.seconds, 1e-9),
+            "eval_seconds": self.eval_seconds, "history": self.history}, indent=1))
+        return final
+
+
+def _summary_writer(run_dir: Path):
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:  # tensorboard is optional
+        return None
+    return SummaryWriter(str(run_dir / "tb"))
+
+
+def _progress(cfg: SelfPlayConfig, start: int):
+    if not cfg.progress:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=cfg.total_samples, initial=start, unit="sample", unit_scale=True,
+                desc="self-play", file=sys.stderr)
+
+
+def _append_csv(path: Path, row: dict[str, Any]) -> None:
+    new = not path.exists()
+    with open(path, "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(row))
+        if new:
+            w.writeheader()
+        w.writerow(row)
+
+
+def _plot_curve(history: list[dict[str, Any]], path: Path) -> None:
+    keys = sorted({k for row in history for k in row if k.startswith("diff_")
+                   and not k.endswith(("_low", "_high"))})
+    if not keys:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, x, label in ((axes[0], "samples", "learner samples"),
+                         (axes[1], "seconds", "wall time (s)")):
+        for k in keys:
+            rows = [r for r in history if k in r]
+            xs = [r[x] for r in rows]
+            ax.plot(xs, [r[k] for r in rows], marker="o", label=k[5:])
+            ax.fill_between(xs, [r[k + "_low"] for r in rows], [r[k + "_high"] for r in rows],
+                            alpha=0.2)
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_xlabel(label)
+        ax.set_ylabel("mean match score difference")
+        ax.legend()
+    fig.suptitle("self-play learner against its evaluation opponents (95% intervals)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------------
+# Command line.
+
+def parse_args(argv: list[str] | None = None) -> tuple[SelfPlayConfig, str | None]:
+    """The config from ``--config FILE`` (JSON) and flags, and ``--resume``."""
+    import argparse
+
+    import tyro
+
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--config", default=None)
+    pre.add_argument("--resume", default=None)
+    known, rest = pre.parse_known_args(argv)
+    default = SelfPlayConfig()
+    if known.config:
+        default = _config_from_file(known.config)
+    cfg = tyro.cli(SelfPlayConfig, args=rest, default=default,
+                   description="Batched self-play PPO on the compiled engine. Also: "
+                               "--config FILE.json (settings), --resume CHECKPOINT.pt.")
+    try:
+        cfg.validate()
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return cfg, known.resume
+
+
+def _config_from_file(path: str) -> SelfPlayConfig:
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, ValueError) as exc:
+        print(f"error: config file {p}: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    known = {f.name for f in dataclasses.fields(SelfPlayConfig)}
+    unknown = sorted(set(data) - known) if isinstance(data, dict) else ["(not an object)"]
+    if unknown:
+        print(f"error: config file {p}: unknown setting(s) {', '.join(unknown)}",
+              file=sys.stderr)
+        raise SystemExit(2)
+    for k in ("table_sizes", "hidden", "eval_opponents"):
+        if k in data:
+            data[k] = tuple(data[k])
+    return SelfPlayConfig(**data)
+
+
+def main(argv: list[str] | None = None) -> int:
+    cfg, resume = parse_args(argv)
+    try:
+        run = Run(cfg, resume)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    final = run.train()
+    print(f"wrote {final} ({run.samples:,} samples in {run.seconds:,.0f} s: "
+          f"{run.samples / max(run.seconds, 1e-9):,.0f} samples/s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+__all__ = ["SelfPlayConfig", "Run", "Collector", "Learner", "advantages", "export_policy",
+           "build_network", "main"]

@@ -1,0 +1,173 @@
+"""The batched self-play trainer (experiments.selfplay) and its policy files (agents.netpolicy)."""
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("numba")
+
+from agents import make_agent  # noqa: E402
+from agents.netpolicy import PolicyFileError, load_policy_file  # noqa: E402
+from agents.runner import play_match  # noqa: E402
+from dragons_egg_env.config import RulesConfig  # noqa: E402
+from experiments import selfplay  # noqa: E402
+from experiments.selfplay import Run, SelfPlayConfig, advantages  # noqa: E402
+
+
+def tiny(tmp_path, **kw):
+    base = dict(table_sizes=(2, 3), envs_per_size=6, rollout_steps=12, hidden=(16,),
+                epochs=1, minibatch=32, total_samples=300, eval_every=0,
+                eval_opponents=(), checkpoint_every=0, out_dir=str(tmp_path), progress=False)
+    base.update(kw)
+    return SelfPlayConfig(**base)
+
+
+def weights(run):
+    return np.concatenate([p.detach().numpy().ravel() for p in run.learner.model.parameters()])
+
+
+def test_seeded_runs_repeat_their_first_updates(tmp_path):
+    a = Run(tiny(tmp_path, run_name="a", seed=3))
+    b = Run(tiny(tmp_path, run_name="b", seed=3))
+    c = Run(tiny(tmp_path, run_name="c", seed=4))
+    for _ in range(2):
+        sa, sb = a.iteration(), b.iteration()
+        c.iteration()
+        assert sa["policy_loss"] == sb["policy_loss"]
+    assert np.array_equal(weights(a), weights(b))
+    assert not np.array_equal(weights(a), weights(c))
+
+
+def test_each_seat_is_credited_its_own_match_score(tmp_path, monkeypatch):
+    """Along each seat's chain of decisions (next_index), the rewards add up to that seat's
+    final score of the match, and the chain ends as terminal exactly at the match's end."""
+    cfg = tiny(tmp_path, table_sizes=(2,), envs_per_size=3, rollout_steps=1500, num_rounds=1)
+    run = Run(cfg)
+    finals = {}
+    eng = run.collector.engines[0]
+    real_step = eng.step
+
+    def recording_step(actions):
+        st = real_step(actions)
+        for b in np.flatnonzero(st.done):
+            finals.setdefault(int(b), st.final_scores[b].copy())
+        return st
+    monkeypatch.setattr(eng, "step", recording_step)
+    ro, _ = run.collector.collect(run.learner.act, [], run.learner.value)
+    B = run.collector.num
+    assert finals, "no match finished within the rollout"
+    for b, score in finals.items():
+        for seat in range(2):
+            first = next(t * B + b for t in range(cfg.rollout_steps)
+                         if ro.learner[t * B + b] and ro.seat[t * B + b] == seat)
+            total, i = 0.0, first
+            while True:
+                total += ro.reward[i]
+                if ro.terminal[i]:
+                    break
+                i = ro.next_index[i]
+                assert i >= 0, "a chain of the first match ended before the match"
+            assert total == pytest.approx(score[seat])
+
+
+def test_advantages_follow_each_seats_trajectory():
+    # two matches, two steps: match 0: seat 0 then seat 1 (nobody decides twice), match 1:
+    # the same seat twice, then a terminal step.
+    T, B = 2, 2
+    ro = selfplay.Rollout(
+        obs=np.zeros((4, 1), np.float32), mask=np.ones((4, 1), bool),
+        action=np.zeros(4, np.int64), logp=np.zeros(4, np.float32),
+        value=np.array([0.5, 0.2, 0.1, 0.4], np.float32), learner=np.ones(4, bool),
+        reward=np.array([0.0, 0.0, 0.0, 1.0], np.float32),
+        terminal=np.array([False, False, False, True]),
+        next_index=np.array([-1, 3, -1, -1]), bootstrap=np.array([0.3, 0, 0.7, 0], np.float32),
+        seat=np.zeros(4, np.int64))
+    adv = advantages(ro, T, B, gamma=1.0, lam=0.5)
+    # index 3 (t=1, match 1): terminal: 1.0 - 0.4
+    assert adv[3] == pytest.approx(0.6)
+    # index 1 (t=0, match 1): next is index 3: delta = 0 + 0.4 - 0.2, plus 0.5 * adv[3]
+    assert adv[1] == pytest.approx(0.2 + 0.5 * 0.6)
+    # index 0 and 2: open at the end: bootstrapped
+    assert adv[0] == pytest.approx(0.3 - 0.5)
+    assert adv[2] == pytest.approx(0.7 - 0.1)
+
+
+def test_exported_policy_plays_as_the_net_agent(tmp_path):
+    run = Run(tiny(tmp_path))
+    run.iteration()
+    path = selfplay.export_policy(run.learner.model, run.cfg, tmp_path / "p.npz", {"x": 1})
+    pol = load_policy_file(path)
+    import torch
+
+    obs = np.random.default_rng(0).random((5, pol.layers[0][0].shape[0]), np.float32)
+    mask = np.ones((5, 134), bool)
+    mask[:, 7] = False
+    with torch.no_grad():
+        logits, value = run.learner.model(torch.from_numpy(obs), torch.from_numpy(mask))
+    np.testing.assert_allclose(pol.logits(obs, mask)[mask], logits.numpy()[mask], rtol=1e-4,
+                               atol=1e-5)
+    np.testing.assert_allclose(pol.value(obs), value.numpy(), rtol=1e-4, atol=1e-5)
+    assert pol.meta["provenance"] == {"x": 1}
+    rec = play_match([make_agent(f"net:path={path}", seed=q) for q in range(3)],
+                     RulesConfig(num_players=3, num_rounds=1), seed=1)
+    assert sum(rec.scores) == pytest.approx(0.0)
+
+
+def test_bad_policy_files_are_clear_errors(tmp_path):
+    with pytest.raises(PolicyFileError, match="does not exist"):
+        load_policy_file(tmp_path / "none.npz")
+    with pytest.raises(PolicyFileError, match="is a directory"):
+        load_policy_file(tmp_path)
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"not a zip")
+    with pytest.raises(PolicyFileError, match="not a readable"):
+        load_policy_file(junk)
+    other = tmp_path / "other.npz"
+    np.savez(other, meta=np.frombuffer(json.dumps({"format": "x"}).encode(), np.uint8))
+    with pytest.raises(PolicyFileError, match="not a Dragon's Egg policy"):
+        load_policy_file(other)
+
+
+def test_checkpoint_resume_and_corrupt_checkpoint(tmp_path):
+    cfg = tiny(tmp_path, run_name="r")
+    run = Run(cfg)
+    run.iteration()
+    path = run.save()
+    again = Run(cfg, resume=str(path))
+    assert (again.samples, again.updates) == (run.samples, run.updates)
+    assert np.array_equal(weights(again), weights(run))
+    again.iteration()
+    assert again.updates == run.updates + 1
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"garbage")
+    with pytest.raises(ValueError, match="could not be read"):
+        Run(cfg, resume=str(bad))
+    with pytest.raises(ValueError, match="does not exist"):
+        Run(cfg, resume=str(tmp_path / "missing.pt"))
+
+
+def test_short_run_with_league_and_evaluation(tmp_path):
+    cfg = tiny(tmp_path, total_samples=600, snapshot_every=200, opponent_share=0.5,
+               eval_every=400, eval_opponents=("random",), eval_players=2, eval_matches=4,
+               num_rounds=1)
+    run = Run(cfg)
+    final = run.train()
+    assert final.is_file() and run.league
+    rows = (tmp_path / "selfplay-seed0" / "eval.csv").read_text().splitlines()
+    assert rows[0].startswith("samples,seconds") and len(rows) >= 3
+    summary = json.loads((tmp_path / "selfplay-seed0" / "summary.json").read_text())
+    assert summary["samples"] == run.samples >= 600
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--total-samples", "0"], "total_samples must be >= 1"),
+    (["--table-sizes", "9"], "table size 9"),
+    (["--opponent-share", "1.5"], "opponent_share"),
+])
+def test_command_line_errors(argv, needle, capsys):
+    with pytest.raises(SystemExit) as exc:
+        selfplay.parse_args(argv)
+    assert exc.value.code == 2
+    assert needle in capsys.readouterr().err
