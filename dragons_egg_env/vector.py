@@ -600,4 +600,15 @@ def random_replays(num_matches: int, num_players: int = 4, num_rounds: int = 3, 
         eng.reset()
 
 
+def __getattr__(name: str) -> Any:
+    # The Gymnasium vector env on this engine lives in vector_env (which imports this module):
+    # re-exported lazily, so either module may be imported first.
+    if name in ("SingleAgentVectorEnv", "MatchAwarePolicy"):
+        from . import vector_env
+
+        return getattr(vector_env, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# Also available, lazily: SingleAgentVectorEnv and MatchAwarePolicy (see __getattr__).
 __all__ = ["VectorEngine", "VectorStep", "RandomStats", "random_replays"]

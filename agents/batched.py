@@ -1,0 +1,94 @@
+"""Seat any scalar agent in the batched single-learner env: :class:`AgentPolicy`.
+
+``dragons_egg_env.vector_env.SingleAgentVectorEnv`` takes batched policies as opponents.
+:class:`AgentPolicy` turns an existing agent (a spec such as ``"heuristic"``,
+``"ismcts:iterations=50"``, ``"ppo:path=snap.zip"``, an :class:`agents.AgentSpec`, or any
+factory ``seed -> agent``) into one: it keeps one agent object per (match, seat) it plays,
+tells it ``start_match`` at every new match and ``end_round`` at every round end, and calls
+``agent.act`` row by row.
+
+It is slow by design: Python per match and per move, exactly as fast as the agent itself (a
+batched torch policy called once per engine step is the fast path). Agent objects are reused
+across the matches of a slot (``start_match`` resets them), made on first use with a seed
+derived from ``seed``, the match slot and the seat, so a seeded env plays the same games.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dragons_egg_env.config import RulesConfig
+
+from . import AgentSpec
+from .base import Agent
+
+
+class AgentPolicy:
+    """A :class:`dragons_egg_env.vector_env.MatchAwarePolicy` playing a scalar agent.
+
+    Args:
+        agent: a spec string, an :class:`AgentSpec` (or any object with ``make(seed)``), or a
+            callable ``seed -> agent``.
+        seed: base seed of the agents it makes.
+    """
+
+    def __init__(self, agent: str | AgentSpec | Callable[[int], Agent] | Any,
+                 seed: int = 0) -> None:
+        if isinstance(agent, str):
+            agent = AgentSpec(agent)  # checks the spec now
+        if hasattr(agent, "make"):
+            self._make: Callable[[int], Any] = agent.make
+        elif callable(agent):
+            self._make = agent
+        else:
+            raise TypeError(f"AgentPolicy takes a spec string, an AgentSpec or a factory "
+                            f"seed -> agent, got {agent!r}")
+        self.label = str(agent) if isinstance(agent, AgentSpec) else \
+            getattr(agent, "__name__", type(agent).__name__)
+        self.seed = int(seed)
+        self._agents: dict[tuple[int, int], Any] = {}
+        #: Seats this policy plays in each match slot now.
+        self._seats: dict[int, list[int]] = {}
+
+    def _agent(self, b: int, s: int) -> Any:
+        agent = self._agents.get((b, s))
+        if agent is None:
+            seed = int(np.random.SeedSequence([self.seed, b, s]).generate_state(1)[0]) >> 1
+            agent = self._agents[(b, s)] = self._make(seed)
+        return agent
+
+    def start_matches(self, matches: np.ndarray, seats: np.ndarray, config: RulesConfig,
+                      max_players: int) -> None:
+        for b, row in zip(matches.tolist(), seats, strict=True):
+            mine = np.flatnonzero(row).tolist()
+            self._seats[b] = mine
+            for s in mine:
+                self._agent(b, s).start_match(s, config, max_players)
+
+    def act_rows(self, obs: np.ndarray, mask: np.ndarray, matches: np.ndarray,
+                 seats: np.ndarray) -> np.ndarray:
+        out = np.empty(len(matches), np.int64)
+        for i, (b, s) in enumerate(zip(matches.tolist(), seats.tolist(), strict=True)):
+            if s not in self._seats.get(b, ()):
+                raise RuntimeError(f"match {b}: AgentPolicy({self.label}) was not started at "
+                                   f"seat {s} (start_matches first)")
+            out[i] = int(self._agents[(b, s)].act(obs[i], mask[i]))
+        return out
+
+    def end_rounds(self, matches: np.ndarray, results: list[dict[str, Any]]) -> None:
+        for b, res in zip(matches.tolist(), results, strict=True):
+            for s in self._seats.get(b, ()):
+                self._agents[(b, s)].end_round(res)
+
+    def __call__(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        raise TypeError("AgentPolicy keeps one agent per match and seat: it is driven through "
+                        "start_matches/act_rows/end_rounds (SingleAgentVectorEnv does that)")
+
+    def __repr__(self) -> str:
+        return f"AgentPolicy({self.label!r}, seed={self.seed})"
+
+
+__all__ = ["AgentPolicy"]
