@@ -282,6 +282,36 @@ class VectorEngine:
             self._grow_log()
         return self._outputs()
 
+    def step_rows(self, rows: Any, actions: Any) -> None:
+        """Play ``actions[i]`` in match ``rows[i]`` only; the other matches do not move.
+
+        For views that hold some matches while others move (a single learner seat per match
+        while opponents play elsewhere). The step kernel runs on a copy of those rows' state,
+        which is written back (every state array has one row per match and the kernel treats
+        rows independently). Afterwards only the outputs of ``rows`` (:attr:`observations`,
+        :attr:`masks`, :attr:`seats`, ...) are current; read the others from before. Raises
+        :class:`engine.IllegalActionError` naming the match when an action is not legal;
+        then no match has moved."""
+        self._check_ready()
+        idx = np.asarray(rows)
+        if idx.ndim != 1 or idx.dtype.kind not in "iu" or not len(idx) \
+                or ((idx < 0) | (idx >= self.num_envs)).any() or len(np.unique(idx)) != len(idx):
+            raise ValueError(f"rows must be distinct match indices 0..{self.num_envs - 1}")
+        acts = np.asarray(actions)
+        if acts.shape != idx.shape or acts.dtype.kind not in "iu":
+            raise ValueError(f"actions must be ints of shape {idx.shape}, got {acts.shape}")
+        acts = np.ascontiguousarray(acts, dtype=np.int64)
+        st = self._st
+        part = K.VState(*(a[idx] for a in st))
+        bad = K.k_check(part.S, acts)
+        if bad >= 0:
+            raise E.IllegalActionError(self._illegal_message(int(idx[bad]), int(acts[bad])))
+        full = K.k_step(part, self._cfg, self._prew, self._offs, acts)
+        for a, s in zip(st, part, strict=True):
+            a[idx] = s
+        if full:
+            self._grow_log()
+
     def random_steps(self, k: int) -> RandomStats:
         """Play ``k`` uniformly random legal steps in every match, chosen inside the compiled
         loop from each match's action generator, with the observation and mask of every step

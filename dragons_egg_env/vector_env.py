@@ -41,7 +41,6 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from . import _vector_kernels as K
 from .actions import NUM_ACTIONS, describe
 from .config import RulesConfig
 from .engine import IllegalActionError
@@ -76,25 +75,6 @@ class MatchAwarePolicy(Protocol):
 def _policy_name(policy: Any) -> str:
     return str(getattr(policy, "label", None) or getattr(policy, "__name__", None)
                or type(policy).__name__)
-
-
-def _step_rows(eng: VectorEngine, rows: np.ndarray, acts: np.ndarray) -> None:
-    """Step only the matches ``rows`` of ``eng`` (the others stay as they are).
-
-    ``VectorEngine.step`` moves every match; the single-learner view must hold the matches
-    that wait for the learner while opponents move elsewhere. This runs the engine's own step
-    kernel on a copy of those rows' state and writes it back (every kernel array has a row per
-    match and the kernel treats the rows independently). The outputs of the other rows are
-    stale afterwards: read the outputs of ``rows`` only. Actions must be legal (checked by the
-    caller)."""
-    st = eng._st
-    sub = K.VState(*(a[rows] for a in st))
-    full = K.k_step(sub, eng._cfg, eng._prew, eng._offs,
-                    np.ascontiguousarray(acts, dtype=np.int64))
-    for a, s in zip(st, sub, strict=True):
-        a[rows] = s
-    if full:
-        eng._grow_log()
 
 
 class SingleAgentVectorEnv(gymnasium.vector.VectorEnv):
@@ -287,7 +267,7 @@ class SingleAgentVectorEnv(gymnasium.vector.VectorEnv):
             if len(rows) == self.num_envs:
                 eng.step(acts)
             else:
-                _step_rows(eng, rows, acts)
+                eng.step_rows(rows, acts)
             self._collect(rows)
 
     def _opponent_actions(self, rows: np.ndarray, seats: np.ndarray) -> np.ndarray:

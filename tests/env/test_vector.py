@@ -465,3 +465,31 @@ def test_only_the_vector_modules_import_numba():
         assert not re.search(r"^\s*(import|from)\s+numba", text, re.M), path.name
         if path.name != "vector_env.py":
             assert not re.search(r"(import|from)\s+\.?_?vector", text), path.name
+
+
+def test_step_rows_moves_only_the_given_matches():
+    eng = VectorEngine(6, num_players=3, seed=11)
+    eng.reset()
+    twin = VectorEngine(6, num_players=3, seed=11)
+    twin.reset()
+    rows = np.array([1, 4])
+    acts = np.array([eng.legal_actions(1)[0], eng.legal_actions(4)[-1]])
+    before = eng.observations.copy()
+    eng.step_rows(rows, acts)
+    for b in range(6):
+        if b in rows:
+            continue
+        assert np.array_equal(eng.observations[b], before[b])
+        assert eng.to_state(b).__repr__() == twin.to_state(b).__repr__()
+    # the moved matches equal a full step of the twin in those rows
+    full = np.array([twin.legal_actions(b)[0] for b in range(6)])
+    full[rows] = acts
+    twin.step(full)
+    for b in rows:
+        assert np.array_equal(eng.observations[b], twin.observations[b])
+        assert np.array_equal(eng.masks[b], twin.masks[b])
+    illegal = int(np.flatnonzero(~eng.masks[4])[0])
+    with pytest.raises(E.IllegalActionError, match="match 4"):
+        eng.step_rows(np.array([4]), np.array([illegal]))
+    with pytest.raises(ValueError, match="distinct match indices"):
+        eng.step_rows(np.array([1, 1]), np.array([0, 0]))
