@@ -417,7 +417,7 @@ def run_matches(tc: TournamentConfig, progress: bool = True,
 def _run_parallel(tc: TournamentConfig, tasks: list[tuple[int, int]], method: str,
                   results: list[dict[str, Any]], bar: Any) -> None:
     import multiprocessing as mp
-    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
     _check_importable(tc, method)
@@ -431,7 +431,9 @@ def _run_parallel(tc: TournamentConfig, tasks: list[tuple[int, int]], method: st
     try:
         pending = {ex.submit(_play_chunk, c) for c in chunks}
         while pending:
-            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            # FIRST_COMPLETED: the bar moves with every chunk; a failed chunk raises in
+            # fut.result() below and stops the rest at once.
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
                 rs = fut.result()
                 results.extend(rs)
