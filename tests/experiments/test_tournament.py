@@ -245,22 +245,3 @@ def test_a_spec_that_cannot_play_the_table_is_one_line(capsys):
     _, line = _usage_error(["ppo", "random", "--players", "5", "--out", "/tmp/unused"], capsys)
     assert "up to 4 players" in line
 
-
-def test_parallel_progress_moves_with_every_chunk():
-    """The progress bar advances as chunks finish, not once at the end."""
-    from experiments.tournament import TournamentConfig, _run_parallel
-
-    class Bar:
-        def __init__(self):
-            self.updates = []
-
-        def update(self, k):
-            self.updates.append(k)
-
-    tc = TournamentConfig(agents=["random", "greedy"], num_players=2, matches=40, seed=1,
-                          num_rounds=1, workers=2)
-    tasks = [(seq, rot) for seq in range(tc.num_sequences) for rot in range(tc.num_players)]
-    bar, results = Bar(), []
-    _run_parallel(tc, tasks, "fork", results, bar)
-    assert len(results) == len(tasks) == sum(bar.updates)
-    assert len(bar.updates) > 1
