@@ -318,12 +318,9 @@ def check_deal(hands: Sequence[int], n: int) -> None:
         raise DealError(f"card(s) {', '.join(codes(ALL_CARDS & ~seen))} missing from the deal")
 
 
-def deal(state: State, hands: Sequence[int]) -> None:
-    """Start the next round with ``hands`` (one card bitmask per seat; R4)."""
-    if state.phase != DEAL:
-        raise DealError(f"cannot deal in phase {state.phase_name!r}: the round is not over")
-    check_deal(hands, state.n)
-    s = state
+def _set_hands(s: State, hands: Sequence[int]) -> list[int]:
+    """Give the seats ``hands`` and derive the caches that follow from them (``th`` and
+    ``owner``; cards nobody holds keep their owner); returns ``owner``."""
     s.hands = list(hands)
     s.th = [thermometer(h) for h in hands]
     owner = s.owner
@@ -332,6 +329,16 @@ def deal(state: State, hands: Sequence[int]) -> None:
             low = hand & -hand
             owner[low.bit_length() - 1] = seat
             hand ^= low
+    return owner
+
+
+def deal(state: State, hands: Sequence[int]) -> None:
+    """Start the next round with ``hands`` (one card bitmask per seat; R4)."""
+    if state.phase != DEAL:
+        raise DealError(f"cannot deal in phase {state.phase_name!r}: the round is not over")
+    check_deal(hands, state.n)
+    s = state
+    owner = _set_hands(s, hands)
     s.egg_holder = owner[EGG]
     s.egg_known = 1 << s.egg_holder  # R19: private after the deal
     s.active = s.all_seats
@@ -798,14 +805,7 @@ def state_from_info(
             or not 0 <= top_number <= NUM_NUMBERS:
         raise StateError(f"top_number must be 0..{NUM_NUMBERS}, got {top_number!r} (R8)")
     s = State(config)
-    s.hands = list(hands)
-    s.th = [thermometer(h) for h in hands]
-    owner = s.owner
-    for seat, hand in enumerate(hands):
-        while hand:
-            low = hand & -hand
-            owner[low.bit_length() - 1] = seat
-            hand ^= low
+    owner = _set_hands(s, hands)
     holder = owner[EGG]
     s.egg_holder = holder
     if egg_known is None:

@@ -45,6 +45,7 @@ from .actions import NUM_ACTIONS, describe
 from .config import RulesConfig
 from .engine import IllegalActionError
 from .vector import VectorEngine
+from .wrappers import check_weights
 
 #: A batched policy: ``(obs (k, obs_size) float32, mask (k, 134) bool) -> (k,) int actions``.
 BatchedPolicy = Callable[[np.ndarray, np.ndarray], Any]
@@ -159,13 +160,11 @@ class SingleAgentVectorEnv(gymnasium.vector.VectorEnv):
                         if hasattr(p, "act") else "")
                 raise TypeError(f"an opponent is a callable (obs, mask) -> actions or a "
                                 f"MatchAwarePolicy, got {p!r}{hint}")
-        if weights is None:
+        checked = check_weights(weights, len(pool))
+        if checked is None:
             w = np.full(len(pool), 1.0 / len(pool))
         else:
-            w = np.asarray([float(x) for x in weights])
-            if len(w) != len(pool) or (w < 0).any() or not w.sum():
-                raise ValueError("weights must be one non-negative number per opponent, "
-                                 "not all zero")
+            w = np.asarray(checked)
             w = w / w.sum()
         self.opponents = pool
         self.weights = w

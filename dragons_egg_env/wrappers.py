@@ -78,6 +78,17 @@ class _CallableAgent:
         pass
 
 
+def check_weights(weights: Sequence[float] | None, size: int) -> list[float] | None:
+    """Opponent weights as floats, one non-negative number per opponent, not all zero
+    (``None`` stays ``None``: uniform); else a ``ValueError``."""
+    if weights is None:
+        return None
+    out = [float(w) for w in weights]
+    if len(out) != size or any(w < 0 for w in out) or not sum(out):
+        raise ValueError("weights must be one non-negative number per opponent, not all zero")
+    return out
+
+
 class SingleAgentEnv(gymnasium.Env):
     """One learner against a pool of opponents (see the module docstring).
 
@@ -155,11 +166,7 @@ class SingleAgentEnv(gymnasium.Env):
             if not (isinstance(opp, OpponentFactory) or hasattr(opp, "act") or callable(opp)):
                 raise TypeError(f"an opponent is a factory with make(seed), an agent with act() "
                                 f"or a callable (observation, mask) -> action; got {opp!r}")
-        if weights is not None:
-            weights = [float(w) for w in weights]
-            if len(weights) != len(pool) or any(w < 0 for w in weights) or not sum(weights):
-                raise ValueError("weights must be one non-negative number per opponent, "
-                                 "not all zero")
+        weights = check_weights(weights, len(pool))
         self.pool = pool
         self.weights = weights
 

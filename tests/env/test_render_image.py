@@ -1,7 +1,6 @@
 """Image rendering (``render_mode="rgb_array"``, ``render_image``); replay GIFs are in
 ``tests/experiments/test_gif.py``."""
 
-import json
 import random
 import subprocess
 import sys
@@ -13,7 +12,6 @@ pytest.importorskip("PIL", reason="image rendering needs Pillow (the 'render' ex
 
 from pettingzoo.test import render_test  # noqa: E402
 from support import (
-    random_match,  # noqa: E402
     shuffled_hidden,  # noqa: E402
 )
 
@@ -31,21 +29,6 @@ def play_random(env, steps, seed=0):
         if not legal:
             break
         env.step(legal[rng.randrange(len(legal))])
-
-
-@pytest.fixture(scope="module")
-def replay_data():
-    env = dragons_egg_v0.env(num_players=2, num_rounds=1)
-    env.reset(seed=5)
-    random_match(env, random.Random(5))
-    return json.loads(json.dumps(env.unwrapped.to_replay()))
-
-
-@pytest.fixture
-def replay_file(tmp_path, replay_data):
-    path = tmp_path / "match.json"
-    path.write_text(json.dumps(replay_data))
-    return path
 
 
 # -- the environment's render modes ---------------------------------------------------------
