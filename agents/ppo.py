@@ -1,18 +1,26 @@
-"""``ppo``: a policy trained with MaskablePPO (``experiments/train_ppo.py``), from a checkpoint.
+"""``ppo``: a policy trained with PPO, from a checkpoint.
 
-``ppo`` alone plays the checkpoint shipped inside the package (``agents/data/``);
-``ppo:path=runs/x/final.zip`` plays any checkpoint. The policy's observation size tells the
-padding it was trained with (``max_players``); observations of smaller tables are padded to it
+``ppo`` alone plays the agent shipped inside the package (``agents/data/ppo_dragons_egg.npz``,
+trained by the batched self-play trainer ``experiments.selfplay``; it plays every table size
+2..8). ``ppo:path=FILE`` plays any checkpoint of either format:
+
+- a ``.npz`` policy file (:mod:`agents.netpolicy`, written by ``experiments.selfplay``), played
+  with numpy, no torch needed;
+- a Stable-Baselines3 MaskablePPO ``.zip`` (``experiments.train_ppo``), loaded with the
+  ``train`` extra (torch, stable-baselines3, sb3-contrib), on one torch thread unless
+  ``DRAGONS_EGG_TORCH_THREADS`` says otherwise. The agent shipped with 0.1.0 and 0.2.0 is one:
+  ``ppo:path=agents/data/ppo_sb3_0.1.zip`` (:data:`PREVIOUS`).
+
+The format is read from the file's contents (a ``.npz`` holds ``meta.npy``, an SB3 zip a
+``data`` entry), not its name. The policy's observation size tells the padding it was trained
+with (``max_players``); observations of smaller tables are padded to it
 (:func:`dragons_egg_env.observation.pad`). ``deterministic=false`` samples from the policy
-with the agent's own seeded RNG instead of taking the most likely action.
-
-Loading needs the ``train`` extra (torch, stable-baselines3, sb3-contrib). Torch runs on one
-thread unless ``DRAGONS_EGG_TORCH_THREADS`` says otherwise. Loaded policies are cached per
-process, so a pool of snapshots or a tournament loads each file once.
+with the agent's own seeded RNG instead of taking the most likely action. Loaded policies are
+cached per process, so a pool of snapshots or a tournament loads each file once.
 
 When a spec is read, :func:`check_checkpoint` checks the file without torch (it exists, is a
-file, is an SB3 zip with a Dragon's Egg observation size) and :func:`checkpoint_players`
-reads the table size the policy was trained for from the zip's ``data`` entry, so a missing,
+file, is a policy of either format with a Dragon's Egg observation size) and
+:func:`checkpoint_players` reads the table size the policy was trained for, so a missing,
 corrupt or too-small checkpoint is a one-line error before any match starts.
 """
 
@@ -22,7 +30,7 @@ import json
 import os
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -31,13 +39,16 @@ from dragons_egg_env.observation import pad, players_for_size
 from .base import Agent, one_line
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
-SHIPPED = DATA_DIR / "ppo_dragons_egg.zip"
+#: The agent ``ppo`` plays: a self-play policy (``.npz``), provenance in the ``.json`` beside it.
+SHIPPED = DATA_DIR / "ppo_dragons_egg.npz"
+#: The agent shipped with 0.1.0 and 0.2.0 (SB3 MaskablePPO, 4 players), loadable by path.
+PREVIOUS = DATA_DIR / "ppo_sb3_0.1.zip"
 
 _CACHE: dict[tuple[str, float], Any] = {}
 
 
 class CheckpointError(ValueError):
-    """A checkpoint that is missing, corrupt or not a Dragon's Egg MaskablePPO policy."""
+    """A checkpoint that is missing, corrupt or not a Dragon's Egg PPO policy."""
 
 
 def _torch_threads() -> None:
@@ -48,8 +59,9 @@ def _torch_threads() -> None:
 
 def _check_file(p: Path) -> None:
     if p.is_dir():
-        raise CheckpointError(f"checkpoint {p} is a directory, not a checkpoint file (a .zip "
-                              "written by experiments.train_ppo)")
+        raise CheckpointError(f"checkpoint {p} is a directory, not a checkpoint file (a .npz "
+                              "written by experiments.selfplay or a .zip written by "
+                              "experiments.train_ppo)")
     if not p.exists():
         raise CheckpointError(f"checkpoint {p} does not exist")
     if not p.is_file():
@@ -59,7 +71,31 @@ def _check_file(p: Path) -> None:
     except OSError as exc:
         raise CheckpointError(f"checkpoint {p} cannot be read: {exc}") from None
     if not is_zip:
-        raise CheckpointError(f"checkpoint {p} is corrupt or not an SB3 zip file")
+        raise CheckpointError(f"checkpoint {p} is corrupt or not an SB3 zip file (nor a .npz "
+                              "policy)")
+
+
+def checkpoint_format(path: str | Path = "") -> Literal["net", "sb3"]:
+    """``"net"`` for a ``.npz`` policy file, ``"sb3"`` for anything else that is a zip (checked
+    further as an SB3 checkpoint); ``""`` is the shipped agent. A :class:`CheckpointError`
+    when the file is missing or not a zip."""
+    p = Path(path) if path else SHIPPED
+    _check_file(p)
+    try:
+        with zipfile.ZipFile(p) as z:
+            names = set(z.namelist())
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise CheckpointError(f"checkpoint {p} cannot be read: {exc}") from None
+    return "net" if "meta.npy" in names else "sb3"
+
+
+def _net_policy(p: Path) -> Any:
+    from .netpolicy import PolicyFileError, cached_policy
+
+    try:
+        return cached_policy(p)
+    except PolicyFileError as exc:
+        raise CheckpointError(str(exc)) from None
 
 
 def _observation_size(p: Path) -> int:
@@ -84,7 +120,8 @@ def checkpoint_players(path: str | Path = "") -> int:
     it plays tables of up to that many seats), read from the zip without loading torch.
     ``""`` is the shipped checkpoint. A :class:`CheckpointError` for a bad file."""
     p = Path(path) if path else SHIPPED
-    _check_file(p)
+    if checkpoint_format(p) == "net":
+        return _net_policy(p).max_players
     size = _observation_size(p)
     players = players_for_size(size)
     if players is None:
@@ -99,7 +136,8 @@ def check_checkpoint(path: str | Path = "") -> None:
 
 
 def load_policy(path: str | Path) -> Any:
-    """Load (once per process and file version) a MaskablePPO checkpoint for inference."""
+    """Load (once per process and file version) a MaskablePPO checkpoint for inference (an
+    SB3 zip; :mod:`agents.netpolicy` reads ``.npz`` policies)."""
     p = Path(path)
     _check_file(p)
     key = (str(p.resolve()), p.stat().st_mtime)
@@ -135,12 +173,12 @@ def table_message(path: str, players: int, table: int) -> str:
     """Why a checkpoint cannot play a table of ``table`` seats (one line)."""
     what = f"checkpoint {path}" if path else "the shipped ppo agent"
     return (f"{what} was trained for tables of up to {players} players and cannot play a "
-            f"table of {table}; train one for larger tables with "
-            f"python -m experiments.train_ppo --table-sizes ...,{table}")
+            f"table of {table}; the shipped ppo agent plays every table size, or train one "
+            f"for larger tables with python -m experiments.selfplay --max-players {table}")
 
 
 class PPOAgent(Agent):
-    """A MaskablePPO policy (see the module docstring)."""
+    """A PPO policy of either checkpoint format (see the module docstring)."""
 
     name = "ppo"
 
@@ -149,8 +187,13 @@ class PPOAgent(Agent):
         super().__init__(seed)
         self.path = Path(path) if path else SHIPPED
         self.deterministic = deterministic
-        self.model = load_policy(self.path)
-        self.policy_players = policy_players(self.model)
+        self.format = checkpoint_format(self.path)
+        if self.format == "net":
+            self.net = _net_policy(self.path)
+            self.policy_players = self.net.max_players
+        else:
+            self.model = load_policy(self.path)
+            self.policy_players = policy_players(self.model)
 
     @classmethod
     def check_options(cls, path: str = "", deterministic: bool = True) -> None:
@@ -167,16 +210,22 @@ class PPOAgent(Agent):
                                                 self.policy_players, self.max_players))
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        import torch
-
         obs = pad(observation, self.max_players, self.policy_players)
         mask = np.asarray(action_mask, dtype=bool)
-        if self.deterministic:
+        if self.format == "net":
+            z = self.net.logits(obs, mask)
+            if self.deterministic:
+                return int(np.argmax(z))
+            probs = np.exp(z - z.max())
+        elif self.deterministic:
             action, _ = self.model.predict(obs, action_masks=mask, deterministic=True)
             return int(action)
-        with torch.no_grad():
-            t = torch.as_tensor(obs[None], dtype=torch.float32)
-            dist = self.model.policy.get_distribution(t, action_masks=mask[None])
-            probs = dist.distribution.probs[0].numpy()
+        else:
+            import torch
+
+            with torch.no_grad():
+                t = torch.as_tensor(obs[None], dtype=torch.float32)
+                dist = self.model.policy.get_distribution(t, action_masks=mask[None])
+                probs = dist.distribution.probs[0].numpy()
         legal = np.flatnonzero(mask)
         return int(self.rng.choices(legal.tolist(), weights=probs[legal].tolist())[0])

@@ -34,7 +34,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -53,6 +53,9 @@ class SelfPlayConfig:
     seed: int = 0
     #: Learner samples (decisions trained on) to collect in all.
     total_samples: int = 2_000_000
+    #: Stop once collection and updates have taken this many seconds in all, across resumes
+    #: (0: no limit). Evaluations and checkpoints do not count.
+    max_seconds: float = 0.0
     #: Table sizes played at once, one engine each.
     table_sizes: tuple[int, ...] = TABLE_SIZES
     #: Matches per table size.
@@ -66,6 +69,9 @@ class SelfPlayConfig:
     #: Hidden layer sizes of the shared trunk.
     hidden: tuple[int, ...] = (256, 256)
     learning_rate: float = 3e-4
+    #: ``constant``, or ``linear``: decay towards 2% of ``learning_rate`` with the run's
+    #: progress (the larger of its share of ``total_samples`` and of ``max_seconds``).
+    lr_schedule: Literal["constant", "linear"] = "constant"
     gamma: float = 1.0
     gae_lambda: float = 0.95
     clip_range: float = 0.2
@@ -117,6 +123,7 @@ class SelfPlayConfig:
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         need(all(isinstance(h, int) and h > 0 for h in self.hidden) and bool(self.hidden),
              f"hidden must be positive ints, got {self.hidden}")
+        need(self.max_seconds >= 0, f"max_seconds must be >= 0, got {self.max_seconds}")
         need(self.learning_rate > 0, "learning_rate must be > 0")
         need(0 < self.gamma <= 1 and 0 <= self.gae_lambda <= 1,
              "gamma must be in (0, 1] and gae_lambda in [0, 1]")
@@ -187,6 +194,50 @@ def export_policy(model, cfg: SelfPlayConfig, path: Path, provenance: dict[str, 
             "num_actions": NUM_ACTIONS, "hidden": list(cfg.hidden), "activation": "tanh",
             "provenance": provenance}
     return NetPolicy(layers, pi, v, meta).save(path)
+
+
+def load_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Read a self-play checkpoint (``checkpoints/latest.pt``); a ``ValueError`` naming the
+    file when it is missing, unreadable or not one."""
+    torch = _torch()
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"checkpoint {path} does not exist")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as exc:  # noqa: BLE001 - torch raises many kinds on a bad file
+        raise ValueError(f"checkpoint {path} could not be read: "
+                         f"{type(exc).__name__}: {exc}") from None
+    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path} is not a self-play checkpoint")
+    return state
+
+
+def config_from_dict(data: dict[str, Any]) -> SelfPlayConfig:
+    """A :class:`SelfPlayConfig` from its ``dataclasses.asdict`` form (lists for tuples)."""
+    data = dict(data)
+    for k in ("table_sizes", "hidden", "eval_opponents"):
+        if k in data:
+            data[k] = tuple(data[k])
+    return SelfPlayConfig(**data)
+
+
+def export_checkpoint(path: str | Path, dest: str | Path, command: str = "") -> Path:
+    """Write the policy of a self-play checkpoint as an ``agents.netpolicy`` file, its
+    provenance (command, samples, training seconds, config, evaluations) in the file's
+    metadata and in a ``.json`` beside it."""
+    state = load_checkpoint(path)
+    cfg = config_from_dict(state["config"])
+    model = build_network(cfg)
+    model.load_state_dict(state["model"])
+    prov = {"trainer": "experiments.selfplay", "command": command,
+            "checkpoint": str(path), "samples": state["samples"],
+            "updates": state["updates"], "seconds": round(state["seconds"], 1),
+            "config": state["config"], "evaluations": state["history"]}
+    dest = Path(dest)
+    export_policy(model, cfg, dest, prov)
+    dest.with_suffix(".json").write_text(json.dumps(prov, indent=1) + "\n")
+    return dest
 
 
 # ---------------------------------------------------------------------------------------
@@ -434,10 +485,16 @@ class Learner:
 
 def evaluate(policy_path: Path, cfg: SelfPlayConfig, seed: int) -> dict[str, Any]:
     """Duplicate-deal tournament of the exported policy against ``eval_opponents``."""
+    return evaluate_spec(f"net:path={policy_path}", cfg, seed)
+
+
+def evaluate_spec(me: str, cfg: SelfPlayConfig, seed: int) -> dict[str, Any]:
+    """Duplicate-deal tournament of the agent ``me`` (a spec) in one seat against
+    ``eval_opponents`` in the others (``eval_players`` seats, ``eval_matches`` matches): its
+    mean score and its difference to each opponent, with 95% bootstrap intervals."""
     from experiments.tournament import TournamentConfig, run_matches, summarize
 
     n = cfg.eval_players
-    me = f"net:path={policy_path}"
     opps = list(cfg.eval_opponents)
     lineup = [me] + [opps[i % len(opps)] for i in range(n - 1)]
     tc = TournamentConfig(agents=lineup, num_players=n, matches=cfg.eval_matches, seed=seed,
@@ -500,16 +557,7 @@ class Run:
         return path
 
     def _load(self, path: Path) -> None:
-        torch = self.learner.torch
-        if not path.is_file():
-            raise ValueError(f"checkpoint {path} does not exist")
-        try:
-            state = torch.load(path, map_location="cpu", weights_only=False)
-        except Exception as exc:  # noqa: BLE001 - torch raises many kinds on a bad file
-            raise ValueError(f"checkpoint {path} could not be read: "
-                             f"{type(exc).__name__}: {exc}") from None
-        if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError(f"{path} is not a self-play checkpoint")
+        state = load_checkpoint(path)
         if tuple(state["config"]["hidden"]) != tuple(self.cfg.hidden) or \
                 state["config"]["max_players"] != self.cfg.max_players:
             raise ValueError(f"checkpoint {path} has another network shape (hidden "
@@ -554,7 +602,7 @@ class Run:
     def train(self) -> Path:
         cfg = self.cfg
         bar = _progress(cfg, self.samples)
-        while self.samples < cfg.total_samples:
+        while self.samples < cfg.total_samples and not self.out_of_time():
             stats = self.iteration()
             if bar is not None:
                 bar.update(stats["samples"])
@@ -564,9 +612,25 @@ class Run:
             bar.close()
         return self.finish()
 
+    def out_of_time(self) -> bool:
+        """Whether the run has used its ``max_seconds`` of training."""
+        return bool(self.cfg.max_seconds) and self.seconds >= self.cfg.max_seconds
+
+    def progress_fraction(self) -> float:
+        """How far the run is, 0..1: the larger of its sample and time budgets used."""
+        frac = self.samples / self.cfg.total_samples
+        if self.cfg.max_seconds:
+            frac = max(frac, self.seconds / self.cfg.max_seconds)
+        return min(frac, 1.0)
+
     def iteration(self) -> dict[str, float]:
         """One rollout and one update; returns their figures."""
         cfg = self.cfg
+        lr = cfg.learning_rate
+        if cfg.lr_schedule == "linear":
+            lr *= max(1.0 - self.progress_fraction(), 0.02)
+        for group in self.learner.opt.param_groups:
+            group["lr"] = lr
         t0 = time.perf_counter()
         ro, info = self.collector.collect(self.learner.act, self._snapshot_fns(),
                                           self.learner.value)
@@ -578,7 +642,7 @@ class Run:
         self.samples += n
         self.updates += 1
         self.seconds += t2 - t0
-        stats.update(samples=n, collect_s=t1 - t0, update_s=t2 - t1,
+        stats.update(samples=n, learning_rate=lr, collect_s=t1 - t0, update_s=t2 - t1,
                      samples_per_s=n / (t2 - t0), rounds=info["rounds"])
         if self.writer is not None:
             for k, v in stats.items():
@@ -731,10 +795,7 @@ def _config_from_file(path: str) -> SelfPlayConfig:
         print(f"error: config file {p}: unknown setting(s) {', '.join(unknown)}",
               file=sys.stderr)
         raise SystemExit(2)
-    for k in ("table_sizes", "hidden", "eval_opponents"):
-        if k in data:
-            data[k] = tuple(data[k])
-    return SelfPlayConfig(**data)
+    return config_from_dict(data)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -755,4 +816,5 @@ if __name__ == "__main__":
 
 
 __all__ = ["SelfPlayConfig", "Run", "Collector", "Learner", "advantages", "export_policy",
+           "evaluate_spec", "load_checkpoint", "export_checkpoint", "config_from_dict",
            "build_network", "main"]

@@ -1,13 +1,15 @@
 """What are tribute choices worth? The same play policy with different tribute policies.
 
-Every seat plays with one play policy (default: the shipped learned agent, ``ppo``). What the
-Dragon does in the tribute (R30..R34) comes from a *tribute policy*:
+Every seat plays with one play policy (``--play``, default: the shipped learned agent,
+``ppo``). What the Dragon does in the tribute (R30..R34) comes from a *tribute policy*:
 
 - ``none``: ask for nothing (pass at once);
 - ``random``: uniform asks, uniform gives;
 - ``heuristic``: the rules H8/H9 of ``agents/heuristic.py`` (dragon cards and low numbers;
   give back the weakest single card);
-- ``learned``: the play policy's own choices in the ask and give phases.
+- ``learned``: the choices of the agent given by ``--tribute`` (default ``ppo``, the shipped
+  learned agent) in the ask and give phases, whatever the play policy is; so a learned
+  tribute can be measured under the heuristic's play as well as under its own.
 
 Each deal sequence (two rounds) is played once per tribute policy. Round 1 does not involve
 the tribute, and every agent is deterministic given its seed, so round 1 and the Dragon are the
@@ -16,7 +18,8 @@ Dragon's reward in round 2 (R27), with 95% bootstrap intervals over deal sequenc
 policy's paired difference to ``heuristic``. Heatmaps show which cards the learned policy asks
 for and gives back.
 
-``python -m experiments.tribute_analysis [--play ppo] [--deals 300] [--out runs/tribute]``
+``python -m experiments.tribute_analysis [--play ppo] [--tribute ppo] [--deals 300]
+[--out runs/tribute]``
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from agents import AgentSpecError, make_agent, parse_spec
+from agents import AgentSpecError, check_spec_for_table, make_agent, parse_spec
 from agents.base import Agent
 from agents.heuristic import HeuristicAgent
 from agents.runner import play_match
@@ -47,14 +50,19 @@ TRIBUTE_POLICIES = ("none", "random", "heuristic", "learned")
 
 class TributeMix(Agent):
     """Plays with ``play``; in the ask and give phases uses the tribute policy ``tribute``
-    and records what it asks for and gives."""
+    (``learned``: the agent ``learner``) and records what it asks for and gives."""
 
     name = "tribute-mix"
 
-    def __init__(self, play: Agent, tribute: str, seed: int | None = None) -> None:
+    def __init__(self, play: Agent, tribute: str, seed: int | None = None,
+                 learner: Agent | None = None) -> None:
         super().__init__(seed)
+        if tribute not in TRIBUTE_POLICIES:
+            raise ValueError(f"unknown tribute policy {tribute!r}; choose from "
+                             f"{', '.join(TRIBUTE_POLICIES)}")
         self.play = play
         self.tribute = tribute
+        self.learner = play if learner is None else learner
         self.heuristic = HeuristicAgent(seed=seed)
         self.asked: list[int] = []
         self.given: list[int] = []
@@ -62,11 +70,15 @@ class TributeMix(Agent):
     def start_match(self, seat, config, max_players=None) -> None:
         super().start_match(seat, config, max_players)
         self.play.start_match(seat, config, max_players)
+        if self.learner is not self.play:
+            self.learner.start_match(seat, config, max_players)
         self.heuristic.start_match(seat, config, max_players)
         self._phase = layout(self.max_players)["phase"]
 
     def end_round(self, result) -> None:
         self.play.end_round(result)
+        if self.learner is not self.play:
+            self.learner.end_round(result)
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         phase = OBS_PHASES[int(np.flatnonzero(observation[self._phase])[0])]
@@ -80,7 +92,7 @@ class TributeMix(Agent):
         elif self.tribute == "heuristic":
             a = self.heuristic.act(observation, action_mask)
         else:
-            a = self.play.act(observation, action_mask)
+            a = self.learner.act(observation, action_mask)
         if ASK_BASE <= a < GIVE_BASE:
             self.asked.append(a - ASK_BASE)
         elif a >= GIVE_BASE:
@@ -88,9 +100,11 @@ class TributeMix(Agent):
         return a
 
 
-def run(play_spec: str, deals: int, num_players: int, seed: int, tribute_asks: int = 2
-        ) -> dict[str, Any]:
-    """Play every deal sequence under every tribute policy; per-deal Dragon round-2 rewards."""
+def run(play_spec: str, deals: int, num_players: int, seed: int, tribute_asks: int = 2,
+        tribute_spec: str | None = None) -> dict[str, Any]:
+    """Play every deal sequence under every tribute policy; per-deal Dragon round-2 rewards.
+    ``tribute_spec`` is the ``learned`` tribute policy (default: the play policy)."""
+    tribute_spec = play_spec if tribute_spec is None else tribute_spec
     config = RulesConfig(num_players=num_players, num_rounds=2, tribute_asks=tribute_asks)
     rewards = {t: np.zeros(deals) for t in TRIBUTE_POLICIES}
     asked = np.zeros(NUM_CARDS, dtype=int)
@@ -108,7 +122,9 @@ def run(play_spec: str, deals: int, num_players: int, seed: int, tribute_asks: i
         seen = set()
         for t in TRIBUTE_POLICIES:
             agents = [TributeMix(make_agent(play_spec, seed=_derive(seed, d, q)), t,
-                                 seed=_derive(seed, d, q, 1)) for q in range(num_players)]
+                                 seed=_derive(seed, d, q, 1),
+                                 learner=make_agent(tribute_spec, seed=_derive(seed, d, q, 2)))
+                      for q in range(num_players)]
             rec = play_match(agents, config, seed=_derive(seed, d), deals=deal_codes)
             dragon = rec.rounds[0]["order"][0]
             seen.add(dragon)
@@ -128,7 +144,7 @@ def run(play_spec: str, deals: int, num_players: int, seed: int, tribute_asks: i
     if bar:
         bar.close()
     return {"rewards": rewards, "asked": asked, "given": given, "dragons": dragons,
-            "config": config, "play": play_spec, "seed": seed}
+            "config": config, "play": play_spec, "tribute": tribute_spec, "seed": seed}
 
 
 def summarize(res: dict[str, Any], reps: int = 2000) -> dict[str, Any]:
@@ -171,7 +187,8 @@ def report(res: dict[str, Any], summ: dict[str, Any]) -> str:
     n = res["config"].num_players
     lines = [
         "# Tribute analysis", "",
-        f"- play policy at every seat: `{res['play']}`; {n} players; "
+        f"- play policy at every seat: `{res['play']}`; learned tribute policy: "
+        f"`{res['tribute']}`; {n} players; "
         f"{len(res['dragons'])} duplicate deal sequences of 2 rounds; seed {res['seed']}",
         "- measure: the Dragon's reward in round 2 (after its tribute), 1 = first, -1 = last;"
         " 95% bootstrap intervals over deal sequences", "",
@@ -201,18 +218,24 @@ def report(res: dict[str, Any], summ: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.tribute_analysis",
                                 description="Compare tribute policies under one play policy.")
-    p.add_argument("--play", default="ppo", help="play policy spec (deterministic), default ppo")
+    p.add_argument("--play", default="ppo",
+                   help="play policy spec at every seat (deterministic), default ppo")
+    p.add_argument("--tribute", default="ppo",
+                   help="the learned tribute policy: an agent spec whose ask and give choices "
+                   "the 'learned' variant uses (default ppo)")
     p.add_argument("--deals", type=int_range(1), default=300)
     p.add_argument("--players", type=int_range(2, 8), default=4)
     p.add_argument("--seed", type=int_range(0), default=0)
     p.add_argument("--out", default="runs/tribute")
     args = p.parse_args(argv)
-    try:
-        parse_spec(args.play)
-        make_agent(args.play, seed=0)
-    except (AgentSpecError, ValueError) as exc:
-        p.error(str(exc))
-    res = run(args.play, args.deals, args.players, args.seed)
+    for opt, spec in (("--play", args.play), ("--tribute", args.tribute)):
+        try:
+            parse_spec(spec)
+            check_spec_for_table(spec, args.players)
+            make_agent(spec, seed=0)
+        except (AgentSpecError, ValueError) as exc:
+            p.error(f"{opt}: {exc}")
+    res = run(args.play, args.deals, args.players, args.seed, tribute_spec=args.tribute)
     summ = summarize(res)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -222,6 +245,10 @@ def main(argv: list[str] | None = None) -> int:
     (out / "summary.json").write_text(json.dumps({
         "policies": {k: vars(v) for k, v in summ["policies"].items()},
         "vs_heuristic": {k: vars(v) for k, v in summ["vs_heuristic"].items()},
+        "play": args.play, "tribute": args.tribute, "deals": args.deals,
+        "players": args.players, "seed": args.seed,
+        "command": "python -m experiments.tribute_analysis " + " ".join(
+            sys.argv[1:] if argv is None else argv),
         "asked": res["asked"].tolist(), "given": res["given"].tolist()}, indent=1))
     print(text)
     return 0

@@ -102,10 +102,10 @@ def test_checkpoint_paths_are_checked_when_the_spec_is_read(tmp_path):
 def test_a_checkpoint_that_passes_the_checks_but_does_not_load_is_one_line(tmp_path):
     import zipfile
 
-    from agents.ppo import SHIPPED
+    from agents.ppo import PREVIOUS
 
     broken = tmp_path / "broken.zip"
-    with zipfile.ZipFile(SHIPPED) as src, zipfile.ZipFile(broken, "w") as dst:
+    with zipfile.ZipFile(PREVIOUS) as src, zipfile.ZipFile(broken, "w") as dst:
         for item in src.infolist():
             dst.writestr(item, b"garbage" if item.filename == "policy.pth"
                          else src.read(item.filename))
@@ -117,17 +117,39 @@ def test_a_checkpoint_that_passes_the_checks_but_does_not_load_is_one_line(tmp_p
 
 
 def test_table_size_limits():
-    """The shipped ppo agent was trained at 4 players: it plays tables of up to 4."""
-    assert table_limit("ppo") == 4
+    """The shipped ppo agent plays every table size; the previous one (SB3, trained at 4
+    players) plays tables of up to 4."""
+    from agents.ppo import PREVIOUS
+
+    assert table_limit("ppo") == 8
     assert table_limit("heuristic") is None and table_limit("ismcts:iterations=5") is None
-    for n in (2, 3, 4):
+    for n in range(2, 9):
         check_spec_for_table("ppo", n)
     check_spec_for_table("heuristic", 8)
-    with pytest.raises(AgentSpecError, match=r"^ppo plays tables of up to 4 players \(the size "
+    old = f"ppo:path={PREVIOUS}"
+    assert table_limit(old) == 4
+    check_spec_for_table(old, 4)
+    with pytest.raises(AgentSpecError, match=r"plays tables of up to 4 players \(the size "
                                              r"its policy was trained for\), not 5$"):
-        check_spec_for_table("ppo", 5)
+        check_spec_for_table(old, 5)
     with pytest.raises(AgentSpecError, match="unknown agent"):
         check_spec_for_table("nobody", 4)
+
+
+def test_ppo_reads_either_checkpoint_format_by_content(tmp_path):
+    """A .npz policy and an SB3 zip are told apart by what they hold, not by their names."""
+    import shutil
+
+    from agents.ppo import PREVIOUS, SHIPPED, PPOAgent, checkpoint_format
+
+    net = shutil.copy(SHIPPED, tmp_path / "policy.zip")
+    sb3 = shutil.copy(PREVIOUS, tmp_path / "policy.npz")
+    assert checkpoint_format(net) == "net" and checkpoint_format(sb3) == "sb3"
+    assert checkpoint_format("") == "net"
+    assert table_limit(f"ppo:path={net}") == 8 and table_limit(f"ppo:path={sb3}") == 4
+    a, b = PPOAgent(seed=0, path=str(net)), PPOAgent(seed=0)
+    assert a.format == b.format == "net" and a.policy_players == b.policy_players == 8
+    assert PPOAgent(seed=0, path=str(sb3)).format == "sb3"
 
 
 def test_reading_specs_loads_neither_torch_nor_ray(tmp_path):

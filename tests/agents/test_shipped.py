@@ -1,45 +1,69 @@
-"""The agent shipped inside the package, and the main job."""
+"""The agents shipped inside the package, and the main job."""
 
 import json
 
+import numpy as np
 import pytest
 
 from agents import make_agent
-from agents.ppo import SHIPPED
+from agents.netpolicy import load_policy_file
+from agents.ppo import PREVIOUS, SHIPPED
 from agents.runner import play_match
-from dragons_egg_env.config import RulesConfig
+from dragons_egg_env.config import TABLE_SIZES, RulesConfig
 
 PROVENANCE = SHIPPED.with_suffix(".json")
 
 
-def test_shipped_checkpoint_is_small_and_documented():
-    assert SHIPPED.is_file(), "the shipped checkpoint is missing"
+def test_shipped_policy_is_small_and_documented():
+    assert SHIPPED.is_file(), "the shipped policy is missing"
     assert SHIPPED.stat().st_size < 5 * 2**20
     meta = json.loads(PROVENANCE.read_text())
+    assert meta["command"] == ("python -m experiments.selfplay --config "
+                               "experiments/configs/selfplay-shipped.json")
+    assert meta["samples"] > 0 and meta["seconds"] <= 3 * 3600
+    assert meta["config"]["table_sizes"] == list(TABLE_SIZES)
+    assert meta["config"]["max_players"] == 8
+    # the file carries the same provenance as the .json beside it
+    assert load_policy_file(SHIPPED).meta["provenance"]["samples"] == meta["samples"]
+
+
+def test_previous_shipped_checkpoint_stays_and_is_documented():
+    assert PREVIOUS.is_file() and PREVIOUS.stat().st_size < 5 * 2**20
+    meta = json.loads(PREVIOUS.with_suffix(".json").read_text())
     assert meta["command"].startswith("python -m experiments.train_ppo --config "
                                       "experiments/configs/shipped.json")
-    assert meta["num_timesteps"] > 0
     assert meta["config"]["table_sizes"] == [4]
 
 
-@pytest.mark.parametrize("n", [2, 3, 4])
-def test_shipped_agent_loads_and_plays_only_legal_moves(n):
+@pytest.mark.parametrize("n", TABLE_SIZES)
+def test_shipped_agent_plays_only_legal_moves_at_every_table_size(n):
     config = RulesConfig(num_players=n, num_rounds=3)
-    for seed in range(3):
-        agents = [make_agent("ppo", seed=seed)] + \
-            [make_agent("heuristic", seed=k) for k in range(1, n)]
-        rec = play_match(agents, config, seed=seed)  # raw_env raises on an illegal move
+    for seed in range(2):
+        agents = [make_agent("ppo", seed=seed), make_agent("ppo:deterministic=false", seed=9)] + \
+            [make_agent("heuristic", seed=k) for k in range(2, n)]
+        rec = play_match(agents[:n], config, seed=seed)  # raw_env raises on an illegal move
         assert len(rec.rounds) == 3
 
 
-def test_main_job_smoke(tmp_path):
-    from experiments.main_job import main
+def test_previous_agent_still_plays_by_path():
+    config = RulesConfig(num_players=4, num_rounds=2)
+    agents = [make_agent(f"ppo:path={PREVIOUS}", seed=0)] + \
+        [make_agent("heuristic", seed=k) for k in range(1, 4)]
+    rec = play_match(agents, config, seed=5)
+    assert len(rec.rounds) == 2
 
-    out = tmp_path / "main"
-    assert main(["--timesteps", "256", "--matches", "10", "--workers", "1",
-                 "--out", str(out)]) == 0
-    report = (out / "report.md").read_text()
-    assert "## Training" in report and "## Tournament" in report
-    assert "`ppo`" in report and "ppo:path=" in report
-    for name in ("learning_curve.png", "tournament/ratings.png", "tournament/results.jsonl"):
-        assert (out / name).stat().st_size > 0
+
+def test_shipped_agent_is_deterministic_and_prefers_its_most_likely_action():
+    from dragons_egg_env import dragons_egg_v0
+
+    env = dragons_egg_v0.env(num_players=5)
+    env.reset(seed=3)
+    obs = env.observe(env.agent_selection)
+    agent = make_agent("ppo", seed=0)
+    agent.start_match(int(env.agent_selection.split("_")[1]), env.unwrapped.config)
+    policy = load_policy_file(SHIPPED)
+    from dragons_egg_env.observation import pad
+
+    z = policy.logits(pad(obs["observation"], 5, 8), obs["action_mask"])
+    assert agent.act(obs["observation"], obs["action_mask"]) == int(np.argmax(z))
+    assert obs["action_mask"][int(np.argmax(z))]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.ppo import PREVIOUS
 from dragons_egg_env.replay import replay
 from experiments.cli import main
 
@@ -183,9 +184,11 @@ def usage_error(argv, capsys, command):
     (["--bots", "rllib:path=/nope"], "rllib: exported module folder /nope does not exist"),
     (["--bots", "ismcts:iterations=0"], "ismcts: iterations must be >= 1, got 0"),
     (["--bots", "ismcts:iterations=-5"], "ismcts: iterations must be >= 1, got -5"),
-    (["--players", "5", "--bots", "ppo"], "ppo plays tables of up to 4 players (the size its "
-                                          "policy was trained for), not 5"),
-    (["--players", "5", "--bots", "heuristic", "ppo"], "ppo plays tables of up to 4 players"),
+    (["--players", "5", "--bots", f"ppo:path={PREVIOUS}"],
+     f"ppo:path={PREVIOUS} plays tables of up to 4 players (the size its policy was trained "
+     "for), not 5"),
+    (["--players", "5", "--bots", "heuristic", f"ppo:path={PREVIOUS}"],
+     "plays tables of up to 4 players"),
     (["--bots", "ppo:path=TMP"], "is a directory, not a checkpoint file"),
     (["--bots", "nobody:Bot"], "no module named 'nobody'"),
     (["--seat", "5"], "--seat must be 0..3 for a table of 4"),
@@ -200,10 +203,10 @@ def test_play_mistakes_are_one_line_errors(argv, needle, tmp_path, capsys):
 def test_a_checkpoint_that_does_not_load_is_a_one_line_error(tmp_path, capsys):
     import zipfile
 
-    from agents.ppo import SHIPPED
+    from agents.ppo import PREVIOUS
 
     broken = tmp_path / "broken.zip"
-    with zipfile.ZipFile(SHIPPED) as src, zipfile.ZipFile(broken, "w") as dst:
+    with zipfile.ZipFile(PREVIOUS) as src, zipfile.ZipFile(broken, "w") as dst:
         for item in src.infolist():
             dst.writestr(item, b"garbage" if item.filename == "policy.pth"
                          else src.read(item.filename))
@@ -270,7 +273,7 @@ def test_no_mistake_prints_a_traceback_from_the_console_script(tmp_path):
     binary = tmp_path / "bin.json"
     binary.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))
     for argv in (["play", "--bots", "ppo:path=/nope.zip"], ["play", "--players", "5", "--bots",
-                 "ppo"], ["replay", str(binary)], ["gif", str(binary), "x.png"],
+                 f"ppo:path={PREVIOUS}"], ["replay", str(binary)], ["gif", str(binary), "x.png"],
                  ["play", "--bots", "ismcts:iterations=-5"]):
         res = subprocess.run([script, *argv], input="q\n", capture_output=True, text=True,
                              cwd=tmp_path, timeout=120)

@@ -1,4 +1,5 @@
-"""The main job's report: the steps really trained and the fresh agent's short label."""
+"""The main job's report: the samples really trained, what the fresh agent reached, and the
+agents' short labels."""
 
 import json
 
@@ -7,19 +8,26 @@ import pytest
 from experiments.main_job import main
 
 
-def test_report_gives_trained_steps_and_labels_the_fresh_agent(tmp_path):
+def test_report_gives_trained_samples_and_labels_the_agents(tmp_path):
     out = tmp_path / "main"
-    assert main(["--timesteps", "300", "--matches", "4", "--workers", "1",
+    assert main(["--samples", "1", "--matches", "6", "--workers", "1",
                  "--out", str(out)]) == 0
     report = (out / "report.md").read_text()
-    final = out / "fresh" / "checkpoints" / "final.json"
-    steps = json.loads(final.read_text())["num_timesteps"]
-    assert steps != 300  # SB3 trains in whole rollouts
-    assert f"Training: {steps} steps (300 asked;" in report
-    assert "| `fresh` |" in report and "`ppo` - `fresh`" in report
+    final = json.loads((out / "fresh" / "summary.json").read_text())
+    samples = final["samples"]
+    assert samples > 1  # the trainer updates after whole rollouts
+    assert f"{samples:,} learner samples (1 asked;" in report
+    assert "**What the fresh agent reached:**" in report
+    assert f"| {samples:,} |" in report  # the evaluation row of the final policy
+    for label in ("fresh", "ppo", "ppo-0.1", "heuristic"):
+        assert f"| `{label}` |" in report
+    assert "`ppo` - `fresh`" in report
     assert "| `ppo:path=" not in report and "`ppo:path=" in report  # named once, in the text
     summary = json.loads((out / "tournament" / "summary.json").read_text())
-    assert "fresh" in summary["labels"]
+    assert {"fresh", "ppo-0.1", "ppo"} <= set(summary["labels"])
+    for name in ("learning_curve.png", "tournament/ratings.png", "tournament/results.jsonl",
+                 "fresh/final.npz", "fresh/eval.csv"):
+        assert (out / name).stat().st_size > 0
 
 
 def test_unwritable_output_folder_is_one_line(capsys):

@@ -171,3 +171,65 @@ def test_command_line_errors(argv, needle, capsys):
         selfplay.parse_args(argv)
     assert exc.value.code == 2
     assert needle in capsys.readouterr().err
+
+
+def test_time_budget_stops_the_run_and_counts_across_resumes(tmp_path, monkeypatch):
+    cfg = tiny(tmp_path, run_name="t", total_samples=10**9, max_seconds=5.0)
+    run = Run(cfg)
+    clock = iter(np.arange(0.0, 1000.0, 1.5))  # every iteration takes 3 "seconds"
+    monkeypatch.setattr(selfplay.time, "perf_counter", lambda: float(next(clock)))
+    run.train()
+    assert run.updates == 2 and run.seconds == pytest.approx(6.0)
+    again = Run(cfg, resume=str(run.dir / "checkpoints" / "latest.pt"))
+    assert again.out_of_time()
+    again.train()  # nothing left to do
+    assert again.updates == 2
+
+
+def test_linear_learning_rate_decays_with_progress(tmp_path):
+    run = Run(tiny(tmp_path, lr_schedule="linear", total_samples=10_000, learning_rate=1e-3))
+    first = run.iteration()
+    assert first["learning_rate"] == pytest.approx(1e-3)
+    second = run.iteration()
+    assert second["learning_rate"] == pytest.approx(1e-3 * (1 - first["samples"] / 10_000))
+    assert run.learner.opt.param_groups[0]["lr"] == pytest.approx(second["learning_rate"])
+    const = Run(tiny(tmp_path, run_name="c", total_samples=10_000, learning_rate=1e-3))
+    const.iteration()
+    assert const.iteration()["learning_rate"] == pytest.approx(1e-3)
+
+
+def test_a_checkpoint_ships_as_a_ppo_policy_with_provenance(tmp_path, capsys):
+    from experiments import ship
+
+    run = Run(tiny(tmp_path, run_name="s"))
+    run.iteration()
+    ckpt = run.save()
+    dest = tmp_path / "agent.npz"
+    assert ship.main([str(ckpt), "--dest", str(dest), "--command", "train it"]) == 0
+    meta = json.loads(dest.with_suffix(".json").read_text())
+    assert meta["command"] == "train it" and meta["samples"] == run.samples
+    assert meta["config"]["hidden"] == [16]
+    assert load_policy_file(dest).meta["provenance"]["updates"] == 1
+    agent = make_agent(f"ppo:path={dest}", seed=0)
+    assert agent.format == "net" and agent.policy_players == run.cfg.max_players
+    with pytest.raises(SystemExit) as exc:
+        ship.main([str(tmp_path / "nope.pt"), "--dest", str(tmp_path / "x.npz")])
+    assert exc.value.code == 2 and "does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "x.npz").exists()
+
+
+def test_settings_comparison_reports_every_variant(tmp_path):
+    from experiments import selfplay_compare
+
+    out = tmp_path / "cmp"
+    assert selfplay_compare.main(["--seconds", "0.5", "--matches", "4", "--variants",
+                                  "selfplay-tribute4,sb3-vector", "--out", str(out)]) == 0
+    data = json.loads((out / "compare.json").read_text())
+    assert [r["variant"] for r in data["variants"]] == ["selfplay-tribute4", "sb3-vector"]
+    for r in data["variants"]:
+        assert r["samples"] > 0 and r["cpu_seconds"] >= 0.5
+        assert r["diff_heuristic_low"] <= r["diff_heuristic"] <= r["diff_heuristic_high"]
+    assert (out / "compare.png").stat().st_size > 0
+    assert "| sb3-vector |" in (out / "compare.md").read_text()
+    with pytest.raises(SystemExit):
+        selfplay_compare.main(["--variants", "nope", "--out", str(out)])

@@ -242,6 +242,9 @@ def test_statistics_are_exact_for_exact_scores():
 
 
 def test_a_spec_that_cannot_play_the_table_is_one_line(capsys):
-    _, line = _usage_error(["ppo", "random", "--players", "5", "--out", "/tmp/unused"], capsys)
+    from agents.ppo import PREVIOUS
+
+    _, line = _usage_error([f"ppo:path={PREVIOUS}", "random", "--players", "5", "--out",
+                            "/tmp/unused"], capsys)
     assert "up to 4 players" in line
 
