@@ -606,7 +606,10 @@ class Run:
             stats = self.iteration()
             if bar is not None:
                 bar.update(stats["samples"])
-                bar.set_postfix(sps=f"{self.samples / max(self.seconds, 1e-9):,.0f}")
+                post = {"sps": f"{self.samples / max(self.seconds, 1e-9):,.0f}"}
+                if cfg.max_seconds:
+                    post["train_s"] = f"{self.seconds:,.0f}/{cfg.max_seconds:,.0f}"
+                bar.set_postfix(post)
             self._periodic()
         if bar is not None:
             bar.close()
@@ -681,7 +684,7 @@ class Run:
         print(f"eval at {self.samples:,} samples ({self.seconds:,.0f} s): "
               + ", ".join(f"{k} {v:+.3f}" for k, v in row.items() if k.startswith("diff_")
                           and not k.endswith(("_low", "_high"))), file=sys.stderr, flush=True)
-        _plot_curve(self.history, self.dir / "learning_curve.png")
+        redraw_curve(self.dir)
         return row
 
     def finish(self) -> Path:
@@ -724,6 +727,26 @@ def _append_csv(path: Path, row: dict[str, Any]) -> None:
         if new:
             w.writeheader()
         w.writerow(row)
+
+
+def read_eval_csv(path: Path) -> list[dict[str, Any]]:
+    """The rows of an ``eval*.csv`` (``samples`` as int, the rest as floats)."""
+    if not path.is_file():
+        return []
+    with open(path, newline="") as f:
+        return [{k: int(v) if k == "samples" else float(v) for k, v in r.items()}
+                for r in csv.DictReader(f)]
+
+
+def redraw_curve(run_dir: Path) -> None:
+    """``learning_curve.png`` from ``eval.csv`` (the in-loop evaluations) and every
+    ``eval_<opponent>.csv`` (``experiments.selfplay_eval``), merged by samples."""
+    merged: dict[int, dict[str, Any]] = {}
+    for path in [run_dir / "eval.csv", *sorted(run_dir.glob("eval_*.csv"))]:
+        for r in read_eval_csv(path):
+            merged.setdefault(r["samples"], {}).update(r)
+    if merged:
+        _plot_curve([merged[k] for k in sorted(merged)], run_dir / "learning_curve.png")
 
 
 def _plot_curve(history: list[dict[str, Any]], path: Path) -> None:

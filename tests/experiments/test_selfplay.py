@@ -233,3 +233,27 @@ def test_settings_comparison_reports_every_variant(tmp_path):
     assert "| sb3-vector |" in (out / "compare.md").read_text()
     with pytest.raises(SystemExit):
         selfplay_compare.main(["--variants", "nope", "--out", str(out)])
+
+
+def test_saved_policies_are_evaluated_afterwards_once_each(tmp_path, capsys):
+    from experiments import selfplay_eval
+
+    cfg = tiny(tmp_path, total_samples=600, eval_every=300, eval_opponents=("random",),
+               eval_players=2, eval_matches=4, num_rounds=1, run_name="e")
+    run = Run(cfg)
+    run.train()
+    saved = selfplay_eval.saved_policies(run.dir)
+    assert [s for s, _ in saved] == [r["samples"] for r in run.history]
+    assert selfplay_eval.main([str(run.dir), "--opponent", "greedy", "--matches", "4"]) == 0
+    rows = selfplay.read_eval_csv(run.dir / "eval_greedy.csv")
+    assert [r["samples"] for r in rows] == [s for s, _ in saved]
+    assert [r["seconds"] for r in rows] == [r["seconds"] for r in run.history]
+    assert all(r["diff_greedy_low"] <= r["diff_greedy"] <= r["diff_greedy_high"] for r in rows)
+    assert selfplay_eval.evaluate_run(run.dir, "greedy", 4, 1, 0) == []  # nothing left to do
+    assert (run.dir / "learning_curve.png").stat().st_size > 0
+    assert selfplay_eval.label("ismcts:iterations=400") == "ismcts-iterations-400"
+    for argv, needle in (([str(tmp_path)], "not a self-play run folder"),
+                         ([str(run.dir), "--opponent", "nobody"], "unknown agent")):
+        with pytest.raises(SystemExit) as exc:
+            selfplay_eval.main(argv)
+        assert exc.value.code == 2 and needle in capsys.readouterr().err
