@@ -234,3 +234,40 @@ def test_size_formula_rendering():
     assert docs.size_formula({m: m * m + 45 * m + 3 for m in range(2, 9)}) == "m² + 45·m + 3"
     with pytest.raises(ValueError):
         docs.size_formula({m: 2 ** m for m in range(2, 9)})
+
+
+def test_readme_results_tables_come_from_the_committed_results():
+    from experiments import readme_tables
+
+    assert readme_tables.main(["--check"]) == 0, "run python -m experiments.readme_tables"
+    text = (readme_tables.ROOT / "README.md").read_text()
+    ends = text.count("<!-- results:end -->")
+    assert text.count("<!-- results:") - ends == ends >= 1  # every block opened and closed
+
+
+def test_readme_blocks_are_rendered_from_the_files_they_name(tmp_path):
+    import json
+
+    from experiments import readme_tables
+
+    d = tmp_path / "res" / "t"
+    d.mkdir(parents=True)
+    est = {"mean": 0.5, "low": 0.25, "high": 0.75}
+    agent = {"mean_place": est, "dragon_rate": est, "egg_rate": est, "mean_score": est}
+    (d / "summary.json").write_text(json.dumps({
+        "labels": ["a", "b"], "agents": {"a": agent, "b": agent},
+        "ratings": {"a": {"mu": 25.0, "sigma": 1.0}, "b": {"mu": 20.0, "sigma": 1.0}},
+        "differences": {"a - b": {"mean": -0.1, "low": -0.2, "high": 0.05}},
+        "matches": 8, "sequences": 2}))
+    (d / "config.json").write_text(json.dumps({"num_players": 4, "num_rounds": 3, "seed": 1}))
+    readme = tmp_path / "README.md"
+    stale = ("x\n<!-- results:sizes:res/t -->\nold\n<!-- results:end -->\n"
+             "<!-- results:tournament:res/t -->\n<!-- results:end -->\ny\n")
+    readme.write_text(stale)
+    assert readme_tables.main(["--check", "--readme", str(readme)]) == 1
+    assert readme_tables.main(["--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert "| 4 | 8 | `a` - `b` | -0.100 [-0.200, +0.050] | no |" in text
+    assert "| `a` | 0.50 [0.25, 0.75] |" in text and "a - b -0.100 [-0.200, +0.050]" in text
+    assert text.startswith("x\n") and text.endswith("y\n") and "old" not in text
+    assert readme_tables.main(["--check", "--readme", str(readme)]) == 0
