@@ -222,15 +222,16 @@ def config_from_dict(data: dict[str, Any]) -> SelfPlayConfig:
     return SelfPlayConfig(**data)
 
 
-def export_checkpoint(path: str | Path, dest: str | Path, command: str = "") -> Path:
+def export_checkpoint(path: str | Path, dest: str | Path, command: str = "",
+                      note: str = "") -> Path:
     """Write the policy of a self-play checkpoint as an ``agents.netpolicy`` file, its
-    provenance (command, samples, training seconds, config, evaluations) in the file's
+    provenance (command, note, samples, training seconds, config, evaluations) in the file's
     metadata and in a ``.json`` beside it."""
     state = load_checkpoint(path)
     cfg = config_from_dict(state["config"])
     model = build_network(cfg)
     model.load_state_dict(state["model"])
-    prov = {"trainer": "experiments.selfplay", "command": command,
+    prov = {"trainer": "experiments.selfplay", "command": command, "note": note,
             "checkpoint": str(path), "samples": state["samples"],
             "updates": state["updates"], "seconds": round(state["seconds"], 1),
             "config": state["config"], "evaluations": state["history"]}

@@ -28,11 +28,14 @@ def main(argv: list[str] | None = None) -> int:
                    f"{SHIPPED.name} in the package)")
     p.add_argument("--command", default=SHIPPED_COMMAND,
                    help="the command that trained it, recorded as provenance")
+    p.add_argument("--note", default="",
+                   help="anything the provenance should say besides the command (how the run "
+                   "was stopped and resumed, settings changed on the way)")
     args = p.parse_args(argv)
     from .selfplay import export_checkpoint
 
     try:
-        dest = export_checkpoint(args.checkpoint, args.dest, args.command)
+        dest = export_checkpoint(args.checkpoint, args.dest, args.command, args.note)
     except ValueError as exc:
         p.error(str(exc))
     print(f"wrote {dest} and {dest.with_suffix('.json')}", file=sys.stderr)

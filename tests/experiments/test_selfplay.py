@@ -205,9 +205,11 @@ def test_a_checkpoint_ships_as_a_ppo_policy_with_provenance(tmp_path, capsys):
     run.iteration()
     ckpt = run.save()
     dest = tmp_path / "agent.npz"
-    assert ship.main([str(ckpt), "--dest", str(dest), "--command", "train it"]) == 0
+    assert ship.main([str(ckpt), "--dest", str(dest), "--command", "train it",
+                      "--note", "resumed once"]) == 0
     meta = json.loads(dest.with_suffix(".json").read_text())
     assert meta["command"] == "train it" and meta["samples"] == run.samples
+    assert meta["note"] == "resumed once"
     assert meta["config"]["hidden"] == [16]
     assert load_policy_file(dest).meta["provenance"]["updates"] == 1
     agent = make_agent(f"ppo:path={dest}", seed=0)
