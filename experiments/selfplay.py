@@ -443,10 +443,12 @@ class Learner:
         stats = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "clip_frac": 0.0,
                  "approx_kl": 0.0}
         count = 0
+        # equal minibatches of at most ``minibatch`` decisions: no tiny remainder whose
+        # advantages could not be normalised (one decision has no standard deviation)
+        parts = -(-n // cfg.minibatch)
         for _ in range(cfg.epochs):
             perm = torch.randperm(n, generator=self.gen)
-            for start in range(0, n, cfg.minibatch):
-                mb = perm[start:start + cfg.minibatch]
+            for mb in torch.tensor_split(perm, parts):
                 s = self._minibatch({k: v[mb] for k, v in t.items()})
                 for k in stats:
                     stats[k] += s[k]
@@ -470,6 +472,11 @@ class Learner:
         ent = -(probs * logp_all.masked_fill(~b["mask"], 0.0)).sum(-1)
         entropy = (ent * w).sum() / w.sum()
         loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
+        if not torch.isfinite(loss):
+            raise FloatingPointError(
+                f"the PPO loss is not finite (policy {policy_loss.item()}, value "
+                f"{value_loss.item()}, entropy {entropy.item()}, minibatch of {len(adv)}); the "
+                "weights were left as they were: resume from the last checkpoint")
         self.opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)

@@ -259,3 +259,23 @@ def test_saved_policies_are_evaluated_afterwards_once_each(tmp_path, capsys):
         with pytest.raises(SystemExit) as exc:
             selfplay_eval.main(argv)
         assert exc.value.code == 2 and needle in capsys.readouterr().err
+
+
+def test_a_rollout_one_decision_past_whole_minibatches_keeps_the_weights_finite(tmp_path):
+    """144 decisions in minibatches of at most 143: two minibatches of 72, not 143 and a lone
+    decision (whose advantage has no standard deviation: it made the loss NaN)."""
+    run = Run(tiny(tmp_path, minibatch=143))
+    stats = run.iteration()
+    assert stats["samples"] == 144
+    assert np.isfinite(weights(run)).all() and np.isfinite(stats["policy_loss"])
+
+
+def test_a_non_finite_loss_stops_before_touching_the_weights(tmp_path, monkeypatch):
+    run = Run(tiny(tmp_path))
+    before = weights(run)
+    real = selfplay.advantages
+    monkeypatch.setattr(selfplay, "advantages",
+                        lambda *a, **k: np.full_like(real(*a, **k), np.nan))
+    with pytest.raises(FloatingPointError, match="not finite"):
+        run.iteration()
+    assert np.array_equal(weights(run), before)
