@@ -52,12 +52,12 @@ def tournament_block(root: Path, dirs: list[str]) -> str:
              f"{cfg['num_rounds']} rounds a match, seed {cfg['seed']}; `{d}/`:", "",
              "| agent | mean place | Dragon rate | Egg rate | mean match score | rating |",
              "|---|---|---|---|---|---|"]
-    for a in s["labels"]:
+    labels = s["labels"]
+    for a in labels:
         m, r = s["agents"][a], s["ratings"][a]
         lines.append(f"| `{a}` | {_est(m['mean_place'], 2)} | {_est(m['dragon_rate'])} | "
                      f"{_est(m['egg_rate'])} | {_est(m['mean_score'])} | "
                      f"{r['mu']:.1f} ± {1.96 * r['sigma']:.1f} |")
-    labels = s["labels"]
     pairs = [f"{a} - {b}" for i, a in enumerate(labels) for b in labels[i + 1:]]
     diffs = [f"{k} {_est(s['differences'][k], sign=True)}" for k in pairs
              if k in s["differences"]]
@@ -94,23 +94,19 @@ def tribute_block(root: Path, dirs: list[str]) -> str:
 
 
 def training_block(root: Path, dirs: list[str]) -> str:
-    from .selfplay import read_eval_csv
+    from .selfplay import merged_evals
 
     (d,) = dirs
-    merged: dict[int, dict[str, Any]] = {}
-    for path in [root / d / "eval.csv", *sorted((root / d).glob("eval_*.csv"))]:
-        for r in read_eval_csv(path):
-            merged.setdefault(r["samples"], {}).update(r)
-    opps = sorted({k[5:] for r in merged.values() for k in r if k.startswith("diff_")
+    rows = merged_evals(root / d)
+    opps = sorted({k[5:] for r in rows for k in r if k.startswith("diff_")
                    and not k.endswith(("_low", "_high"))})
     lines = ["| samples | training s | " + " | ".join(f"- `{o}`" for o in opps) + " |",
              "|---:|---:|" + "---|" * len(opps)]
-    for samples in sorted(merged):
-        r = merged[samples]
+    for r in rows:
         cells = [_est({"mean": r[f"diff_{o}"], "low": r[f"diff_{o}_low"],
                        "high": r[f"diff_{o}_high"]}, sign=True) if f"diff_{o}" in r else "-"
                  for o in opps]
-        lines.append(f"| {samples:,} | {r['seconds']:,.0f} | " + " | ".join(cells) + " |")
+        lines.append(f"| {r['samples']:,} | {r['seconds']:,.0f} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -746,15 +746,21 @@ def read_eval_csv(path: Path) -> list[dict[str, Any]]:
                 for r in csv.DictReader(f)]
 
 
-def redraw_curve(run_dir: Path) -> None:
-    """``learning_curve.png`` from ``eval.csv`` (the in-loop evaluations) and every
-    ``eval_<opponent>.csv`` (``experiments.selfplay_eval``), merged by samples."""
+def merged_evals(run_dir: Path) -> list[dict[str, Any]]:
+    """The rows of ``eval.csv`` (the in-loop evaluations) and of every
+    ``eval_<opponent>.csv`` (``experiments.selfplay_eval``), merged by samples, in order."""
     merged: dict[int, dict[str, Any]] = {}
     for path in [run_dir / "eval.csv", *sorted(run_dir.glob("eval_*.csv"))]:
         for r in read_eval_csv(path):
             merged.setdefault(r["samples"], {}).update(r)
-    if merged:
-        _plot_curve([merged[k] for k in sorted(merged)], run_dir / "learning_curve.png")
+    return [merged[k] for k in sorted(merged)]
+
+
+def redraw_curve(run_dir: Path) -> None:
+    """``learning_curve.png`` from :func:`merged_evals`."""
+    rows = merged_evals(run_dir)
+    if rows:
+        _plot_curve(rows, run_dir / "learning_curve.png")
 
 
 def _plot_curve(history: list[dict[str, Any]], path: Path) -> None:

@@ -52,9 +52,9 @@ def evaluate_run(run_dir: Path, opponent: str, matches: int, workers: int, seed:
     if not cfg_path.is_file():
         raise ValueError(f"{run_dir} is not a self-play run folder (no config.json)")
     run_cfg = json.loads(cfg_path.read_text())
-    seconds = {int(r["samples"]): r["seconds"] for r in read_eval_csv(run_dir / "eval.csv")}
+    seconds = {r["samples"]: r["seconds"] for r in read_eval_csv(run_dir / "eval.csv")}
     out_csv = run_dir / f"eval_{label(opponent)}.csv"
-    done = {int(r["samples"]) for r in read_eval_csv(out_csv)}
+    done = {r["samples"] for r in read_eval_csv(out_csv)}
     cfg = SelfPlayConfig(eval_opponents=(opponent,), eval_matches=matches,
                          eval_players=run_cfg.get("eval_players", 4),
                          num_rounds=run_cfg.get("num_rounds", 3), eval_workers=workers)
