@@ -24,6 +24,13 @@ class Agent:
     #: Registry name of the agent kind (``"random"``, ``"heuristic"``, ...).
     name: str = "agent"
 
+    #: The agent's action depends on its observation and action mask alone (and its random
+    #: generator): no memory across moves, rounds or matches, and the rules only as far as
+    #: decoding the observation needs them. Such an agent can play seats of many matches at
+    #: once from one object (the self-play league, ``experiments.selfplay``'s
+    #: ``league_agents``).
+    memoryless: bool = False
+
     def __init__(self, seed: int | None = None) -> None:
         self.seed = seed
         self.rng = random.Random(seed)

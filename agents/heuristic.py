@@ -278,6 +278,7 @@ class HeuristicAgent(Agent):
     """The expert rule set H1..H9 of this module's docstring."""
 
     name = "heuristic"
+    memoryless = True
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         mask = mask_to_int(action_mask)

@@ -152,6 +152,7 @@ class NetAgent(Agent):
     """A :class:`NetPolicy` from a ``.npz`` file, playing greedily (or sampling)."""
 
     name = "net"
+    memoryless = True
 
     def __init__(self, seed: int | None = None, path: str = "",
                  deterministic: bool = True) -> None:

@@ -31,6 +31,7 @@ class RandomAgent(Agent):
     """Uniform over the legal actions."""
 
     name = "random"
+    memoryless = True
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         legal = legal_from_mask(action_mask)
@@ -89,6 +90,7 @@ class GreedyAgent(Agent):
     decode the observation."""
 
     name = "greedy"
+    memoryless = True
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         return greedy_mask(mask_to_int(action_mask))

@@ -10,8 +10,10 @@ every match at once; the seat's decisions form one trajectory per match and seat
 reward is what that seat earned until its next decision (R27 round rewards, the last at the
 end of the match). Advantages are GAE over those per-seat trajectories, bootstrapped at the
 end of a rollout with the value of each seat's current observation. A share of the seats
-(``opponent_share``) can be played by frozen snapshots of the learner (a league), drawn per
-match; their decisions are not trained on.
+(``opponent_share``) can be played by a league, drawn per match and seat: frozen snapshots of
+the learner and, with ``league_agents``, memoryless rule agents (``heuristic``, ``greedy``:
+agents that act on their observation alone, one object for every seat they play); the
+league's decisions are not trained on.
 
 Tribute decisions (ask and give, R31..R33) are a few per match; ``tribute_weight`` scales
 their part of the loss so that the learner hears about them (docs/training.md compares
@@ -83,8 +85,12 @@ class SelfPlayConfig:
     minibatch: int = 4096
     #: Loss weight of tribute decisions (ask and give) relative to play decisions.
     tribute_weight: float = 1.0
-    #: Share of seats played by frozen snapshots (0: pure self-play).
+    #: Share of seats played by the league (0: pure self-play).
     opponent_share: float = 0.0
+    #: Agent specs that are members of the league besides the snapshots, drawn as often as
+    #: each snapshot: memoryless agents only (``heuristic``, ``greedy``, ``random``,
+    #: ``net:path=...``).
+    league_agents: tuple[str, ...] = ()
     #: Add a snapshot to the league every this many samples (0: never).
     snapshot_every: int = 0
     max_snapshots: int = 5
@@ -131,11 +137,16 @@ class SelfPlayConfig:
         need(self.tribute_weight >= 0, "tribute_weight must be >= 0")
         need(self.eval_players in TABLE_SIZES and self.eval_players <= self.max_players,
              f"eval_players must be in 2..{self.max_players}")
-        if self.eval_opponents:
+        if self.eval_opponents or self.league_agents:
             from agents import parse_spec
 
-            for spec in self.eval_opponents:
+            for spec in self.eval_opponents + self.league_agents:
                 parse_spec(spec)
+        for spec in self.league_agents:
+            need(league_agent(spec, 0, self).memoryless,
+                 f"league agent {spec!r} is not memoryless (it keeps state across moves or "
+                 "matches), so it cannot play a league seat; use heuristic, greedy, random "
+                 "or net:path=FILE.npz")
 
     @property
     def name(self) -> str:
@@ -196,6 +207,17 @@ def export_policy(model, cfg: SelfPlayConfig, path: Path, provenance: dict[str, 
     return NetPolicy(layers, pi, v, meta).save(path)
 
 
+def league_agent(spec: str, seed: int, cfg: SelfPlayConfig):
+    """The agent ``spec`` made with ``seed``, started for observations padded to
+    ``cfg.max_players`` seats (a memoryless agent reads only what decoding needs)."""
+    from agents import make_agent
+
+    agent = make_agent(spec, seed=seed)
+    agent.start_match(0, RulesConfig(num_players=cfg.max_players, num_rounds=cfg.num_rounds),
+                      cfg.max_players)
+    return agent
+
+
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """Read a self-play checkpoint (``checkpoints/latest.pt``); a ``ValueError`` naming the
     file when it is missing, unreadable or not one."""
@@ -216,7 +238,7 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
 def config_from_dict(data: dict[str, Any]) -> SelfPlayConfig:
     """A :class:`SelfPlayConfig` from its ``dataclasses.asdict`` form (lists for tuples)."""
     data = dict(data)
-    for k in ("table_sizes", "hidden", "eval_opponents"):
+    for k in ("table_sizes", "hidden", "eval_opponents", "league_agents"):
         if k in data:
             data[k] = tuple(data[k])
     return SelfPlayConfig(**data)
@@ -281,13 +303,14 @@ class Collector:
         self.num = off
         self.steps = [eng.reset() for eng in self.engines]
         self.rng = np.random.default_rng(seed)
-        #: owner[e][b, s]: 0 for the learner, k > 0 for snapshot k-1 of the league.
+        #: owner[e][b, s]: 0 for the learner, k > 0 for member k-1 of the league (the
+        #: snapshots, then the league agents).
         self.owner = [np.zeros((cfg.envs_per_size, n), np.int64) for n in cfg.table_sizes]
         self.matches_done = 0
 
     def draw_owners(self, e: int, rows: np.ndarray, league: int) -> None:
-        """Seats of fresh matches: each a snapshot with probability ``opponent_share``, but
-        at least one learner seat per match."""
+        """Seats of fresh matches: each a league member (one of ``league``, uniformly) with
+        probability ``opponent_share``, but at least one learner seat per match."""
         own = self.owner[e]
         if not league or not self.cfg.opponent_share or not len(rows):
             own[rows] = 0
@@ -299,7 +322,7 @@ class Collector:
 
     def collect(self, act_fn, snap_fns, value_fn) -> tuple[Rollout, dict[str, float]]:
         """Play ``rollout_steps`` steps of every match. ``act_fn(obs, mask) -> (action, logp,
-        value)`` is the learner; ``snap_fns[k]`` the league's snapshots."""
+        value)`` is the learner; ``snap_fns[k]`` the league's members."""
         T, B = self.cfg.rollout_steps, self.num
         size = layout(self.cfg.max_players).size
         N = T * B
@@ -545,7 +568,10 @@ class Run:
         (self.dir / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
         self.collector = Collector(cfg, cfg.seed + self.updates)
         self._snap_policies: list[Any] = []
+        self._agent_fns = self._league_agent_fns()
         self._sync_league()
+        for e, own in enumerate(self.collector.owner):  # the first matches have a league too
+            self.collector.draw_owners(e, np.arange(len(own)), self.collector.league_size)
         self.writer = _summary_writer(self.dir)
 
     # -- checkpoints -----------------------------------------------------------------------
@@ -584,13 +610,25 @@ class Run:
         from agents.netpolicy import load_policy_file
 
         self._snap_policies = [load_policy_file(p) for p in self.league]
-        self.collector.league_size = len(self.league)
+        self.collector.league_size = len(self.league) + len(self._agent_fns)
 
     def _snapshot_fns(self):
+        """The league's members: the snapshots (greedy), then the league agents."""
         fns = []
         for pol in self._snap_policies:
             def fn(obs, mask, pol=pol):
                 return np.argmax(pol.logits(obs, mask), axis=-1)
+            fns.append(fn)
+        return fns + self._agent_fns
+
+    def _league_agent_fns(self) -> list[Any]:
+        fns = []
+        for k, spec in enumerate(self.cfg.league_agents):
+            agent = league_agent(spec, self.cfg.seed * 1000 + k, self.cfg)
+
+            def fn(obs, mask, act=agent.act):
+                return np.fromiter((act(o, m) for o, m in zip(obs, mask, strict=True)),
+                                   np.int64, len(obs))
             fns.append(fn)
         return fns
 
