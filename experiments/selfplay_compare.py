@@ -13,7 +13,8 @@ players in one seat against three ``heuristic`` players, the same deals for ever
 its mean match score difference to the heuristic is reported with a 95% bootstrap interval.
 
 The variants (``VARIANTS``): the self-play trainer (``experiments.selfplay``) with its
-defaults and with one setting changed each (epochs, network size, tribute weight, league),
+defaults and with one setting changed each (epochs, network size, tribute weight, league,
+league with the heuristic and greedy agents as members),
 and the two Stable-Baselines3 paths, sb3-contrib's MaskablePPO on the batched engine
 (``experiments.sb3_vec.SB3VectorEnv``) and ``experiments.train_ppo`` (``SingleAgentEnv``),
 each a single learner seat against heuristic, greedy and random opponents. Writes
@@ -40,6 +41,8 @@ SELFPLAY_VARIANTS: dict[str, dict[str, Any]] = {
     "selfplay-512x512": {"hidden": (512, 512)},
     "selfplay-tribute4": {"tribute_weight": 4.0},
     "selfplay-league": {"opponent_share": 0.2, "snapshot_every": 500_000},
+    "selfplay-league-agents": {"opponent_share": 0.25, "snapshot_every": 500_000,
+                               "league_agents": ("heuristic", "greedy")},
 }
 #: The Stable-Baselines3 variants (MaskablePPO, one learner seat).
 SB3_VARIANTS = ("sb3-vector", "sb3-train_ppo")
