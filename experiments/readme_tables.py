@@ -9,7 +9,8 @@ it names (``PATHS``: comma-separated, relative to the repository root):
 - ``sizes:DIR,DIR,...``: one row per tournament of two agents, at its table size: the
   difference between the first and the second agent;
 - ``tribute:DIR,DIR,...``: one row per tribute analysis (``experiments.tribute_analysis``):
-  the Dragon's round-2 reward under each tribute policy and learned - heuristic;
+  the Dragon's round-2 reward under each tribute policy, learned - heuristic, and the
+  learned asks alone and give-back alone against the heuristic's;
 - ``training:DIR``: the evaluations of a self-play run (``DIR/eval*.csv``).
 
 ``--check`` writes nothing and exits with status 1 when a block is stale
@@ -82,14 +83,18 @@ def sizes_block(root: Path, dirs: list[str]) -> str:
 
 def tribute_block(root: Path, dirs: list[str]) -> str:
     lines = ["| play policy (every seat) | learned tribute | deal sequences | none | random | "
-             "heuristic | learned | learned - heuristic |", "|---|---|---:|---|---|---|---|---|"]
+             "heuristic | learned | learned - heuristic | its asks alone | its give-back "
+             "alone |", "|---|---|---:|---|---|---|---|---|---|---|"]
     for d in dirs:
         s = _load(root, d)
         p = s["policies"]
+        vs = s["vs_heuristic"]
+        split = [_est(vs[t], sign=True) if t in vs else "-"  # analyses before the split
+                 for t in ("learned-ask", "learned-give")]
         lines.append(f"| `{s['play']}` | `{s['tribute']}` | {s['deals']} | "
                      + " | ".join(_est(p[t]) for t in ("none", "random", "heuristic",
                                                        "learned"))
-                     + f" | **{_est(s['vs_heuristic']['learned'], sign=True)}** |")
+                     + f" | **{_est(vs['learned'], sign=True)}** | " + " | ".join(split) + " |")
     return "\n".join(lines)
 
 

@@ -9,7 +9,10 @@ Every seat plays with one play policy (``--play``, default: the shipped learned 
   give back the weakest single card);
 - ``learned``: the choices of the agent given by ``--tribute`` (default ``ppo``, the shipped
   learned agent) in the ask and give phases, whatever the play policy is; so a learned
-  tribute can be measured under the heuristic's play as well as under its own.
+  tribute can be measured under the heuristic's play as well as under its own;
+- ``learned-ask`` and ``learned-give``: the learned asks with the heuristic's give-back, and
+  the heuristic's asks with the learned give-back, which tell where a difference between
+  ``learned`` and ``heuristic`` comes from.
 
 Each deal sequence (two rounds) is played once per tribute policy. Round 1 does not involve
 the tribute, and every agent is deterministic given its seed, so round 1 and the Dragon are the
@@ -45,7 +48,7 @@ from experiments.cli_args import int_range
 
 from .tournament import _bootstrap, _derive, deal_sequence
 
-TRIBUTE_POLICIES = ("none", "random", "heuristic", "learned")
+TRIBUTE_POLICIES = ("none", "random", "heuristic", "learned", "learned-ask", "learned-give")
 
 
 class TributeMix(Agent):
@@ -89,10 +92,10 @@ class TributeMix(Agent):
             a = PASS if PASS in legal else legal[0]
         elif self.tribute == "random":
             a = legal[self.rng.randrange(len(legal))]
-        elif self.tribute == "heuristic":
-            a = self.heuristic.act(observation, action_mask)
-        else:
+        elif self.tribute == "learned" or self.tribute == f"learned-{phase.name.lower()}":
             a = self.learner.act(observation, action_mask)
+        else:  # heuristic, or the heuristic's half of learned-ask / learned-give
+            a = self.heuristic.act(observation, action_mask)
         if ASK_BASE <= a < GIVE_BASE:
             self.asked.append(a - ASK_BASE)
         elif a >= GIVE_BASE:
@@ -202,8 +205,10 @@ def report(res: dict[str, Any], summ: dict[str, Any]) -> str:
     d = summ["vs_heuristic"]["learned"]
     verdict = ("beats" if d.low > 0 else "loses to" if d.high < 0 else
                "is not distinguishable from")
+    split = {t: summ["vs_heuristic"][t].fmt() for t in ("learned-ask", "learned-give")}
     lines += ["", f"The learned tribute **{verdict}** the heuristic one "
-              f"(difference {d.fmt()}).", "",
+              f"(difference {d.fmt()}). Its asks alone (with the heuristic's give-back) differ "
+              f"by {split['learned-ask']}, its give-back alone by {split['learned-give']}.", "",
               "Most asked for by the learned policy: " + ", ".join(
                   f"{CARD_CODES[c]} ({res['asked'][c]})" for c in np.argsort(-res['asked'])[:8]
                   if res['asked'][c]),

@@ -8,7 +8,7 @@ import pytest
 
 from agents import make_agent
 from agents.base import Agent
-from dragons_egg_env.actions import ASK_BASE
+from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS
 from experiments import tribute_analysis as ta
 
 
@@ -16,7 +16,8 @@ def test_a_tribute_spec_equal_to_the_heuristic_gives_the_heuristic_results():
     """With --tribute heuristic the 'learned' variant is the heuristic's tribute: the same
     rewards deal for deal; round 1 is shared by every variant (checked inside run)."""
     res = ta.run("heuristic", deals=6, num_players=4, seed=3, tribute_spec="heuristic")
-    assert np.array_equal(res["rewards"]["learned"], res["rewards"]["heuristic"])
+    for t in ("learned", "learned-ask", "learned-give"):
+        assert np.array_equal(res["rewards"][t], res["rewards"]["heuristic"])
     assert res["play"] == res["tribute"] == "heuristic"
     assert res["asked"].sum() > 0  # the Dragon asked for cards in every sequence
 
@@ -44,6 +45,20 @@ def test_the_learned_tribute_comes_from_the_tribute_agent_only_in_ask_and_give()
     assert Recorder.calls, "seat 0 was never the Dragon"
     assert all(a >= ASK_BASE for a in Recorder.calls)  # only tribute actions (ask, give)
     assert len(mix.asked) + len(mix.given) <= len(Recorder.calls)
+    # the split variants take only their half (asks or give-back) from the tribute agent
+    for t, lo, hi in (("learned-ask", ASK_BASE, GIVE_BASE), ("learned-give", GIVE_BASE, NUM_ACTIONS)):
+        Recorder.calls = []
+        mix = ta.TributeMix(play, t, seed=1, learner=Recorder(seed=2))
+        for seed in range(40):
+            others = [make_agent("heuristic", seed=k) for k in range(1, 4)]
+            play_match([mix, *others], RulesConfig(num_players=4, num_rounds=3), seed=seed)
+            if Recorder.calls:
+                break
+        assert Recorder.calls and all(lo <= a < hi for a in Recorder.calls)
+        if t == "learned-ask":  # every ask recorded is the tribute agent's
+            assert mix.asked == [a - ASK_BASE for a in Recorder.calls]
+        else:  # the asks that came before its give-back were the heuristic's
+            assert mix.asked and len(mix.given) == len(Recorder.calls)
     with pytest.raises(ValueError, match="unknown tribute policy"):
         ta.TributeMix(play, "clever")
 
