@@ -85,6 +85,10 @@ class SelfPlayConfig:
     minibatch: int = 4096
     #: Loss weight of tribute decisions (ask and give) relative to play decisions.
     tribute_weight: float = 1.0
+    #: GAE lambda of tribute decisions (default: ``gae_lambda``). A small value credits an
+    #: ask or a give-back with what the value function makes of the hand it leads to, rather
+    #: than with the noisy outcome of the whole round.
+    tribute_lambda: float | None = None
     #: Share of seats played by the league (0: pure self-play).
     opponent_share: float = 0.0
     #: Agent specs that are members of the league besides the snapshots, drawn as often as
@@ -135,6 +139,8 @@ class SelfPlayConfig:
              "gamma must be in (0, 1] and gae_lambda in [0, 1]")
         need(0 <= self.opponent_share < 1, "opponent_share must be in [0, 1)")
         need(self.tribute_weight >= 0, "tribute_weight must be >= 0")
+        need(self.tribute_lambda is None or 0 <= self.tribute_lambda <= 1,
+             f"tribute_lambda must be in [0, 1], got {self.tribute_lambda}")
         need(self.eval_players in TABLE_SIZES and self.eval_players <= self.max_players,
              f"eval_players must be in 2..{self.max_players}")
         if self.eval_opponents or self.league_agents:
@@ -404,10 +410,16 @@ class Collector:
                     ro.bootstrap[p[has]] = value_fn(obs[has])
 
 
-def advantages(ro: Rollout, T: int, B: int, gamma: float, lam: float) -> np.ndarray:
-    """GAE over each seat's own trajectory (its decisions in order, ``next_index``)."""
+def advantages(ro: Rollout, T: int, B: int, gamma: float, lam: float,
+               tribute_lam: float | None = None) -> np.ndarray:
+    """GAE over each seat's own trajectory (its decisions in order, ``next_index``).
+    ``tribute_lam``: the lambda of tribute decisions (ask and give) where it differs from
+    ``lam`` (GAE with a per-decision lambda)."""
     N = T * B
     adv = np.zeros(N, np.float32)
+    lams = np.full(N, lam, np.float32)
+    if tribute_lam is not None:
+        lams[ro.mask[:, ASK_BASE:].any(axis=1)] = tribute_lam
     for t in range(T - 1, -1, -1):
         sl = slice(t * B, (t + 1) * B)
         nx = ro.next_index[sl]
@@ -417,7 +429,7 @@ def advantages(ro: Rollout, T: int, B: int, gamma: float, lam: float) -> np.ndar
         next_v = np.where(term, 0.0, np.where(linked, ro.value[safe], ro.bootstrap[sl]))
         next_adv = np.where(linked & ~term, adv[safe], 0.0)
         delta = ro.reward[sl] + gamma * next_v - ro.value[sl]
-        adv[sl] = np.where(ro.learner[sl], delta + gamma * lam * next_adv, 0.0)
+        adv[sl] = np.where(ro.learner[sl], delta + gamma * lams[sl] * next_adv, 0.0)
     return adv
 
 
@@ -684,7 +696,8 @@ class Run:
         ro, info = self.collector.collect(self.learner.act, self._snapshot_fns(),
                                           self.learner.value)
         t1 = time.perf_counter()
-        adv = advantages(ro, cfg.rollout_steps, self.collector.num, cfg.gamma, cfg.gae_lambda)
+        adv = advantages(ro, cfg.rollout_steps, self.collector.num, cfg.gamma, cfg.gae_lambda,
+                         cfg.tribute_lambda)
         stats = self.learner.update(ro, adv)
         t2 = time.perf_counter()
         n = int(ro.learner.sum())

@@ -11,6 +11,7 @@ pytest.importorskip("numba")
 from agents import make_agent  # noqa: E402
 from agents.netpolicy import PolicyFileError, load_policy_file  # noqa: E402
 from agents.runner import play_match  # noqa: E402
+from dragons_egg_env.actions import ASK_BASE, NUM_ACTIONS  # noqa: E402
 from dragons_egg_env.config import RulesConfig  # noqa: E402
 from experiments import selfplay  # noqa: E402
 from experiments.selfplay import Run, SelfPlayConfig, advantages  # noqa: E402
@@ -92,6 +93,15 @@ def test_advantages_follow_each_seats_trajectory():
     # index 0 and 2: open at the end: bootstrapped
     assert adv[0] == pytest.approx(0.3 - 0.5)
     assert adv[2] == pytest.approx(0.7 - 0.1)
+    # a tribute decision with its own lambda: index 1 becomes a tribute decision (an ask is
+    # legal there); with tribute_lam 0 it is credited with its one-step difference alone
+    mask = np.zeros((4, NUM_ACTIONS), bool)
+    mask[:, 0] = True
+    mask[1, ASK_BASE] = True
+    ro.mask = mask
+    adv = advantages(ro, T, B, gamma=1.0, lam=0.5, tribute_lam=0.0)
+    assert adv[1] == pytest.approx(0.2) and adv[3] == pytest.approx(0.6)
+    assert advantages(ro, T, B, gamma=1.0, lam=0.5)[1] == pytest.approx(0.2 + 0.5 * 0.6)
 
 
 def test_exported_policy_plays_as_the_net_agent(tmp_path):
