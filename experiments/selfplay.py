@@ -410,6 +410,11 @@ class Collector:
                     ro.bootstrap[p[has]] = value_fn(obs[has])
 
 
+def tribute_rows(mask: np.ndarray) -> np.ndarray:
+    """Which decisions are tribute decisions (an ask or a give-back is legal, R31..R33)."""
+    return mask[:, ASK_BASE:].any(axis=1)
+
+
 def advantages(ro: Rollout, T: int, B: int, gamma: float, lam: float,
                tribute_lam: float | None = None) -> np.ndarray:
     """GAE over each seat's own trajectory (its decisions in order, ``next_index``).
@@ -419,7 +424,7 @@ def advantages(ro: Rollout, T: int, B: int, gamma: float, lam: float,
     adv = np.zeros(N, np.float32)
     lams = np.full(N, lam, np.float32)
     if tribute_lam is not None:
-        lams[ro.mask[:, ASK_BASE:].any(axis=1)] = tribute_lam
+        lams[tribute_rows(ro.mask)] = tribute_lam
     for t in range(T - 1, -1, -1):
         sl = slice(t * B, (t + 1) * B)
         nx = ro.next_index[sl]
@@ -469,8 +474,7 @@ class Learner:
         cfg = self.cfg
         idx = np.flatnonzero(ro.learner)
         ret = adv + ro.value
-        tribute = ro.mask[:, ASK_BASE:].any(axis=1)
-        weight = np.where(tribute, cfg.tribute_weight, 1.0).astype(np.float32)
+        weight = np.where(tribute_rows(ro.mask), cfg.tribute_weight, 1.0).astype(np.float32)
         t = {k: torch.from_numpy(np.ascontiguousarray(v[idx])) for k, v in (
             ("obs", ro.obs), ("mask", ro.mask), ("act", ro.action), ("logp", ro.logp),
             ("adv", adv), ("ret", ret), ("w", weight), ("v", ro.value))}
