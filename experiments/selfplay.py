@@ -55,8 +55,9 @@ class SelfPlayConfig:
     seed: int = 0
     #: Learner samples (decisions trained on) to collect in all.
     total_samples: int = 2_000_000
-    #: Stop once collection and updates have taken this many seconds in all, across resumes
-    #: (0: no limit). Evaluations and checkpoints do not count.
+    #: Stop before collection and updates take more than this many seconds in all, across
+    #: resumes (the next update's time predicted from the run's mean; 0: no limit).
+    #: Evaluations and checkpoints do not count.
     max_seconds: float = 0.0
     #: Table sizes played at once, one engine each.
     table_sizes: tuple[int, ...] = TABLE_SIZES
@@ -678,8 +679,12 @@ class Run:
         return self.finish()
 
     def out_of_time(self) -> bool:
-        """Whether the run has used its ``max_seconds`` of training."""
-        return bool(self.cfg.max_seconds) and self.seconds >= self.cfg.max_seconds
+        """Whether another update would take the run past its ``max_seconds`` of training,
+        at the run's mean pace so far (so that the budget is a limit, not a point to pass)."""
+        if not self.cfg.max_seconds:
+            return False
+        pace = self.seconds / self.updates if self.updates else 0.0
+        return self.seconds + pace > self.cfg.max_seconds
 
     def progress_fraction(self) -> float:
         """How far the run is, 0..1: the larger of its sample and time budgets used."""

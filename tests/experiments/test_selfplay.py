@@ -184,16 +184,18 @@ def test_command_line_errors(argv, needle, capsys):
 
 
 def test_time_budget_stops_the_run_and_counts_across_resumes(tmp_path, monkeypatch):
-    cfg = tiny(tmp_path, run_name="t", total_samples=10**9, max_seconds=5.0)
+    cfg = tiny(tmp_path, run_name="t", total_samples=10**9, max_seconds=10.0)
     run = Run(cfg)
     clock = iter(np.arange(0.0, 1000.0, 1.5))  # every iteration takes 3 "seconds"
     monkeypatch.setattr(selfplay.time, "perf_counter", lambda: float(next(clock)))
     run.train()
-    assert run.updates == 2 and run.seconds == pytest.approx(6.0)
+    # 3 updates (9 s); a 4th would end past the budget, at 12 s
+    assert run.updates == 3 and run.seconds == pytest.approx(9.0)
+    assert run.seconds <= cfg.max_seconds
     again = Run(cfg, resume=str(run.dir / "checkpoints" / "latest.pt"))
     assert again.out_of_time()
     again.train()  # nothing left to do
-    assert again.updates == 2
+    assert again.updates == 3
 
 
 def test_linear_learning_rate_decays_with_progress(tmp_path):
