@@ -16,8 +16,8 @@ agents that act on their observation alone, one object for every seat they play)
 league's decisions are not trained on.
 
 Tribute decisions (ask and give, R31..R33) are a few per match; ``tribute_weight`` scales
-their part of the loss so that the learner hears about them (docs/training.md compares
-settings).
+their part of the loss so that the learner hears about them, and ``tribute_lambda`` gives them
+a GAE lambda of their own (docs/training.md compares settings).
 
 Every ``eval_every`` samples the policy is exported (``agents.netpolicy`` format, played by
 the ``net`` and ``ppo`` agents) and evaluated with the tournament code (duplicate deals,
