@@ -296,6 +296,7 @@ def test_a_non_finite_loss_stops_before_touching_the_weights(tmp_path, monkeypat
 def test_league_agents_play_their_seats_and_are_not_trained_on(tmp_path):
     """A ``greedy`` league member plays exactly the greedy rule at its seats; those decisions
     are not the learner's; a stateful agent cannot join the league."""
+    from agents.heuristic import mask_to_int
     from agents.simple import greedy_mask
 
     run = Run(tiny(tmp_path, opponent_share=0.6, league_agents=("greedy",)))
@@ -305,8 +306,7 @@ def test_league_agents_play_their_seats_and_are_not_trained_on(tmp_path):
     league = ~ro.learner
     assert 0.2 < league.mean() < 0.8
     for i in np.flatnonzero(league):
-        m = int.from_bytes(np.packbits(ro.mask[i], bitorder="little").tobytes(), "little")
-        assert ro.action[i] == greedy_mask(m)
+        assert ro.action[i] == greedy_mask(mask_to_int(ro.mask[i]))
     adv = advantages(ro, col.cfg.rollout_steps, col.num, 1.0, 0.95)
     assert not adv[league].any()
     with pytest.raises(ValueError, match="not memoryless"):

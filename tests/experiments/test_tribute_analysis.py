@@ -33,28 +33,30 @@ def test_the_learned_tribute_comes_from_the_tribute_agent_only_in_ask_and_give()
             return int(legal[-1])
 
     play = make_agent("heuristic", seed=0)
-    mix = ta.TributeMix(play, "learned", seed=1, learner=Recorder(seed=2))
-    from agents.runner import play_match
-    from dragons_egg_env.config import RulesConfig
 
-    for seed in range(40):  # until seat 0 has been the Dragon (and so paid a tribute)
-        others = [make_agent("heuristic", seed=k) for k in range(1, 4)]
-        play_match([mix, *others], RulesConfig(num_players=4, num_rounds=3), seed=seed)
-        if Recorder.calls:
-            break
-    assert Recorder.calls, "seat 0 was never the Dragon"
-    assert all(a >= ASK_BASE for a in Recorder.calls)  # only tribute actions (ask, give)
-    assert len(mix.asked) + len(mix.given) <= len(Recorder.calls)
-    # the split variants take only their half (asks or give-back) from the tribute agent
-    for t, lo, hi in (("learned-ask", ASK_BASE, GIVE_BASE), ("learned-give", GIVE_BASE, NUM_ACTIONS)):
+    def until_tribute_agent_acts(tribute: str) -> ta.TributeMix:
+        """Play matches with the mix at seat 0 until the tribute agent has been called."""
+        from agents.runner import play_match
+        from dragons_egg_env.config import RulesConfig
+
         Recorder.calls = []
-        mix = ta.TributeMix(play, t, seed=1, learner=Recorder(seed=2))
-        for seed in range(40):
+        mix = ta.TributeMix(play, tribute, seed=1, learner=Recorder(seed=2))
+        for seed in range(40):  # until seat 0 has been the Dragon (and so paid a tribute)
             others = [make_agent("heuristic", seed=k) for k in range(1, 4)]
             play_match([mix, *others], RulesConfig(num_players=4, num_rounds=3), seed=seed)
             if Recorder.calls:
                 break
-        assert Recorder.calls and all(lo <= a < hi for a in Recorder.calls)
+        assert Recorder.calls, "seat 0 was never the Dragon"
+        return mix
+
+    mix = until_tribute_agent_acts("learned")
+    assert all(a >= ASK_BASE for a in Recorder.calls)  # only tribute actions (ask, give)
+    assert len(mix.asked) + len(mix.given) <= len(Recorder.calls)
+    # the split variants take only their half (asks or give-back) from the tribute agent
+    for t, lo, hi in (("learned-ask", ASK_BASE, GIVE_BASE),
+                      ("learned-give", GIVE_BASE, NUM_ACTIONS)):
+        mix = until_tribute_agent_acts(t)
+        assert all(lo <= a < hi for a in Recorder.calls)
         if t == "learned-ask":  # every ask recorded is the tribute agent's
             assert mix.asked == [a - ASK_BASE for a in Recorder.calls]
         else:  # the asks that came before its give-back were the heuristic's
