@@ -59,3 +59,27 @@ def rule_flag(text: str) -> tuple[str, Any]:
         return key.strip(), RulesConfig.parse_value(key.strip(), value.strip())
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def settings_file(cls: type, path: str, build: Callable[[dict[str, Any]], Any]) -> Any:
+    """Read a JSON file of settings for the dataclass ``cls`` and make one with ``build``
+    (which turns lists into tuples where ``cls`` wants them). A missing or malformed file, or a
+    name that is not a field of ``cls``, is a one-line error and exit status 2."""
+    import dataclasses
+    import json
+    import sys
+    from pathlib import Path
+
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, ValueError) as exc:
+        print(f"error: config file {p}: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known) if isinstance(data, dict) else ["(not an object)"]
+    if unknown:
+        print(f"error: config file {p}: unknown setting(s) {', '.join(unknown)}",
+              file=sys.stderr)
+        raise SystemExit(2)
+    return build(data)

@@ -43,6 +43,7 @@ import numpy as np
 from dragons_egg_env.actions import ASK_BASE, NUM_ACTIONS
 from dragons_egg_env.config import MAX_PLAYERS, TABLE_SIZES, RulesConfig
 from dragons_egg_env.observation import layout
+from experiments.cli_args import settings_file
 
 CHECKPOINT_FORMAT = "dragons-egg-selfplay"
 
@@ -867,7 +868,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[SelfPlayConfig, str | Non
     known, rest = pre.parse_known_args(argv)
     default = SelfPlayConfig()
     if known.config:
-        default = _config_from_file(known.config)
+        default = settings_file(SelfPlayConfig, known.config, config_from_dict)
     cfg = tyro.cli(SelfPlayConfig, args=rest, default=default,
                    description="Batched self-play PPO on the compiled engine. Also: "
                                "--config FILE.json (settings), --resume CHECKPOINT.pt.")
@@ -877,22 +878,6 @@ def parse_args(argv: list[str] | None = None) -> tuple[SelfPlayConfig, str | Non
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     return cfg, known.resume
-
-
-def _config_from_file(path: str) -> SelfPlayConfig:
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text())
-    except (OSError, ValueError) as exc:
-        print(f"error: config file {p}: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    known = {f.name for f in dataclasses.fields(SelfPlayConfig)}
-    unknown = sorted(set(data) - known) if isinstance(data, dict) else ["(not an object)"]
-    if unknown:
-        print(f"error: config file {p}: unknown setting(s) {', '.join(unknown)}",
-              file=sys.stderr)
-        raise SystemExit(2)
-    return config_from_dict(data)
 
 
 def main(argv: list[str] | None = None) -> int:
