@@ -3,7 +3,9 @@ batched self-play trainer (``experiments.selfplay``).
 
 A checkpoint is one ``.npz`` file: the weights of a multilayer perceptron (``w0``, ``b0``,
 ``w1``, ``b1``, ... for the shared layers, ``pi_w``/``pi_b`` for the action logits and
-``v_w``/``v_b`` for the value) and ``meta``, a JSON object with ``format``
+``v_w``/``v_b`` for the value), optionally ``pi_counts`` (version 2: a linear term of the own
+hand's number counts added to the action logits, see :func:`count_features`; written by the
+tribute fit, ``experiments.tribute_fit``) and ``meta``, a JSON object with ``format``
 (``"dragons-egg-policy"``), ``version``, ``max_players`` (the observation padding it was
 trained with), ``obs_size``, ``num_actions``, ``hidden`` and ``activation``, and whatever
 provenance the trainer records. Loading needs numpy only (no torch); playing one observation
@@ -24,13 +26,18 @@ from typing import Any
 import numpy as np
 
 from dragons_egg_env.actions import NUM_ACTIONS
+from dragons_egg_env.cards import NUM_NUMBERS
 from dragons_egg_env.config import TABLE_SIZES, RulesConfig
 from dragons_egg_env.observation import layout, pad
 
 from .base import Agent
 
 POLICY_FORMAT = "dragons-egg-policy"
-POLICY_VERSION = 1
+POLICY_VERSION = 2
+#: Versions this library reads (version 1 files have no ``pi_counts``).
+READ_VERSIONS = (1, 2)
+#: Size of :func:`count_features`: per number 1..10, one-hot how many of its cards are held.
+COUNT_FEATURES = NUM_NUMBERS * 5
 ACTIVATIONS = ("tanh", "relu")
 
 
@@ -38,14 +45,27 @@ class PolicyFileError(ValueError):
     """A policy file that is missing, not a policy, or corrupt (the message names it)."""
 
 
+def count_features(obs: np.ndarray) -> np.ndarray:
+    """``(..., 50)`` float32: for each number 1..10, one-hot how many of its four cards the own
+    hand holds (0..4), read from the observation's ``hand`` bits (its first 40 values; card
+    ``(number - 1) * 4 + suit``, R1 order)."""
+    obs = np.asarray(obs)
+    counts = obs[..., :4 * NUM_NUMBERS].reshape(*obs.shape[:-1], NUM_NUMBERS, 4).sum(-1)
+    onehot = counts.astype(np.int64)[..., None] == np.arange(5)
+    return onehot.reshape(*obs.shape[:-1], COUNT_FEATURES).astype(np.float32)
+
+
 class NetPolicy:
     """The arrays of a policy network and a numpy forward pass (see the module docstring)."""
 
     def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], pi: tuple[np.ndarray,
-                 np.ndarray], v: tuple[np.ndarray, np.ndarray], meta: dict[str, Any]) -> None:
+                 np.ndarray], v: tuple[np.ndarray, np.ndarray], meta: dict[str, Any],
+                 pi_counts: np.ndarray | None = None) -> None:
         self.layers = layers
         self.pi = pi
         self.v = v
+        #: ``(COUNT_FEATURES, NUM_ACTIONS)`` or None: logits += count_features(obs) @ pi_counts.
+        self.pi_counts = pi_counts
         self.meta = meta
         self.max_players = int(meta["max_players"])
         self.activation = meta.get("activation", "tanh")
@@ -58,8 +78,10 @@ class NetPolicy:
 
     def logits(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Masked action logits ``(..., NUM_ACTIONS)`` (illegal actions at ``-inf``)."""
-        h = self._trunk(np.asarray(obs, dtype=np.float32))
-        z = h @ self.pi[0] + self.pi[1]
+        obs = np.asarray(obs, dtype=np.float32)
+        z = self._trunk(obs) @ self.pi[0] + self.pi[1]
+        if self.pi_counts is not None:
+            z = z + count_features(obs) @ self.pi_counts
         return np.where(np.asarray(mask, dtype=bool), z, -np.inf)
 
     def value(self, obs: np.ndarray) -> np.ndarray:
@@ -75,7 +97,10 @@ class NetPolicy:
             arrays[f"w{i}"], arrays[f"b{i}"] = w, b
         arrays["pi_w"], arrays["pi_b"] = self.pi
         arrays["v_w"], arrays["v_b"] = self.v
-        meta = {**self.meta, "format": POLICY_FORMAT, "version": POLICY_VERSION}
+        if self.pi_counts is not None:
+            arrays["pi_counts"] = self.pi_counts
+        version = POLICY_VERSION if self.pi_counts is not None else 1
+        meta = {**self.meta, "format": POLICY_FORMAT, "version": version}
         arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as f:
@@ -102,9 +127,9 @@ def load_policy_file(path: str | Path) -> NetPolicy:
         raise PolicyFileError(f"policy file {p} has no valid 'meta' record: {exc}") from None
     if not isinstance(meta, dict) or meta.get("format") != POLICY_FORMAT:
         raise PolicyFileError(f"{p} is not a Dragon's Egg policy file")
-    if meta.get("version") != POLICY_VERSION:
+    if meta.get("version") not in READ_VERSIONS:
         raise PolicyFileError(f"policy file {p} has version {meta.get('version')!r}; this "
-                              f"library reads version {POLICY_VERSION}")
+                              f"library reads versions {', '.join(map(str, READ_VERSIONS))}")
     return _build(p, arrays, meta)
 
 
@@ -115,6 +140,7 @@ def _build(p: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> NetP
                   for i in range(depth)]
         pi = (arrays["pi_w"].astype(np.float32), arrays["pi_b"].astype(np.float32))
         v = (arrays["v_w"].astype(np.float32), arrays["v_b"].astype(np.float32))
+        counts = arrays["pi_counts"].astype(np.float32) if "pi_counts" in arrays else None
         m = int(meta["max_players"])
     except (KeyError, TypeError, ValueError) as exc:
         raise PolicyFileError(f"policy file {p} is incomplete: {exc}") from None
@@ -130,10 +156,14 @@ def _build(p: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> NetP
         shapes_ok &= w.shape[0] == prev and b.shape == (w.shape[1],)
         prev = w.shape[1]
     shapes_ok &= pi[0].shape[0] == prev and v[0].shape[0] == prev
+    if counts is not None:
+        if meta.get("version") == 1:
+            raise PolicyFileError(f"policy file {p}: version 1 has no 'pi_counts' array")
+        shapes_ok &= counts.shape == (COUNT_FEATURES, NUM_ACTIONS)
     if not shapes_ok:
         raise PolicyFileError(f"policy file {p}: weight shapes do not fit observations of "
                               f"{size} values and {NUM_ACTIONS} actions")
-    return NetPolicy(layers, pi, v, meta)
+    return NetPolicy(layers, pi, v, meta, counts)
 
 
 _CACHE: dict[tuple[str, float], NetPolicy] = {}

@@ -1,0 +1,695 @@
+"""Counterfactual tribute learning: every tribute choice played out on the same deal, and the
+policy's tribute logits fitted to what each choice earned.
+
+Tribute decisions (R30..R34) are a few per match, and their effect on the round is small next to
+everything played after them, so PPO's advantage for one ask is mostly noise. This trainer
+measures it instead, on duplicate deals:
+
+1. **States.** Batched matches on the compiled engine (:class:`dragons_egg_env.vector.
+   VectorEngine`, every table size of ``table_sizes``, observations padded to the policy's
+   ``max_players``) are played until the Dragon decides in the tribute; that state is kept.
+   The Dragon's choices while states are gathered are the heuristic's (H8/H9) or, with
+   probability ``explore``, a uniform legal one, so asks after a hit, after a miss and after
+   any first ask are all seen.
+2. **Counterfactual values.** Each kept state is copied once per legal action; every copy plays
+   its action and then the rest of the round, all copies in one batch: the Dragon's later
+   tribute choices by the heuristic, all play by one *play policy* (``self``: the policy being
+   fitted, greedy; ``heuristic``: the rule agent; a share ``heuristic_share`` of the states
+   each). Play is deterministic, so ``Q(s, a)``, the Dragon's round reward (R27) after ``a``,
+   is exact for that deal; its mean over deals is the value of ``a`` in what the Dragon knows.
+3. **Fit.** The policy's shared layers stay as they are, and so do the rows of its action
+   layer that belong to play (``PASS`` included: it is shared with play). Each tribute
+   column's logit becomes a small linear model (:func:`features`): a bias per column, a
+   weight per phase, number and count of that number in the own hand (one-hot, so "ask for
+   the number I hold once" and "give back a card I hold alone" can be told apart; written
+   into the policy file as ``pi_counts``, :func:`agents.netpolicy.count_features`), and a
+   weight per phase on the old logit. It is fitted by ridge regression to
+   ``scale * (Q(s, a) - Q(s, pass))`` in the ask phase (the model being the logit minus the
+   pass logit) and to ``scale * (Q(s, a) - mean Q(s, .))`` in the give phase, over every
+   legal action of every state. Play logits do not change at all: the new policy plays
+   exactly as the old one. Greedy in ``Q`` of the heuristic's continuation is one step of
+   policy improvement over the heuristic's tribute (Bertsekas' rollout), as far as the
+   model can represent it. (A ridge fit of every tribute column on the last hidden layer,
+   256 weights each, was tried first: it fitted the training states and did no better than
+   the old policy on held-out ones.)
+
+A share ``holdout`` of the states is kept out of the fit and scores it: the mean ``Q`` of the
+fitted policy's choice, of the heuristic's, of the old policy's, of the best choice (an oracle
+that sees the deal) and of a uniform one, per phase and play policy (``summary.json``,
+``report.md``). The run stops before its time budget (``max_seconds`` counts the base policy's
+training seconds too, read from its provenance) or after ``chunks`` batches of states; with a
+number of chunks (and the same workers) it is reproducible bit for bit.
+
+``python -m experiments.tribute_fit --policy runs/ppo-shipped/final.npz --out runs/tribute-fit
+[--max-seconds 10800] [--chunks N] [--workers 2]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.netpolicy import COUNT_FEATURES, count_features
+from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
+from dragons_egg_env.cards import NUM_NUMBERS
+from dragons_egg_env.config import TABLE_SIZES, RulesConfig
+from experiments.cli_args import settings_file
+
+PLAY_POLICIES = ("self", "heuristic")
+PHASES = ("ask", "give")
+
+
+@dataclass
+class TributeFitConfig:
+    """Settings of :func:`fit`; the JSON config files hold these names."""
+
+    #: The policy file (``.npz``, :mod:`agents.netpolicy`) whose tribute is refitted.
+    policy: str = ""
+    #: Output directory: ``policy.npz`` (+ ``.json``), ``summary.json``, ``report.md``.
+    out: str = "runs/tribute-fit"
+    seed: int = 0
+    #: Training-time budget in seconds, the base policy's own training seconds included (its
+    #: provenance ``seconds``); the fit stops before a batch of states would cross it.
+    max_seconds: float = 10800.0
+    #: Or stop after this many batches of states (0: only the time budget).
+    chunks: int = 0
+    #: Tribute states per batch; each is copied once per legal action.
+    states_per_chunk: int = 48
+    #: Table sizes the states come from, drawn per batch with ``size_weights``.
+    table_sizes: tuple[int, ...] = TABLE_SIZES
+    size_weights: tuple[float, ...] = (1, 1, 4, 1, 1, 1, 1)
+    num_rounds: int = 3
+    #: Share of batches whose play policy is the heuristic (else the policy itself).
+    heuristic_share: float = 0.5
+    #: Probability that the Dragon's choice while gathering states is uniform (else H8/H9).
+    explore: float = 0.5
+    #: Logit units per unit of round reward.
+    scale: float = 10.0
+    #: Ridge penalty of the fit (on every parameter).
+    ridge: float = 100.0
+    #: Share of the batches (the last ones) kept out of the fit to score it.
+    holdout: float = 0.2
+    workers: int = 2
+    progress: bool = True
+    #: The command recorded as provenance.
+    command: str = field(default="", repr=False)
+
+    def validate(self) -> None:
+        def need(cond: bool, msg: str) -> None:
+            if not cond:
+                raise ValueError(msg)
+
+        need(bool(self.policy), "policy: give the .npz policy file to refit")
+        need(self.max_seconds > 0 or self.chunks > 0, "give max_seconds > 0 or chunks > 0")
+        need(self.chunks >= 0, f"chunks must be >= 0, got {self.chunks}")
+        need(self.states_per_chunk >= 1, "states_per_chunk must be >= 1")
+        need(len(self.table_sizes) > 0 and all(n in TABLE_SIZES for n in self.table_sizes),
+             f"table_sizes must be sizes of {TABLE_SIZES}, got {self.table_sizes}")
+        need(len(self.size_weights) == len(self.table_sizes)
+             and all(w >= 0 for w in self.size_weights) and sum(self.size_weights) > 0,
+             "size_weights: one weight >= 0 per table size, not all 0")
+        need(self.num_rounds >= 2, "num_rounds must be >= 2 (round 1 has no tribute)")
+        for name in ("heuristic_share", "explore"):
+            v = getattr(self, name)
+            need(0.0 <= v <= 1.0, f"{name} must be in [0, 1], got {v}")
+        need(0.0 <= self.holdout < 1.0, f"holdout must be in [0, 1), got {self.holdout}")
+        need(self.scale > 0 and self.ridge >= 0, "scale must be > 0 and ridge >= 0")
+        need(self.workers >= 1, f"workers must be >= 1, got {self.workers}")
+
+
+# ---------------------------------------------------------------------------------------
+# One batch of states, in a worker.
+
+def _heuristic(max_players: int, num_rounds: int):
+    from agents import make_agent
+
+    agent = make_agent("heuristic", seed=0)
+    agent.start_match(0, RulesConfig(num_players=max_players, num_rounds=num_rounds),
+                      max_players)
+    return agent
+
+
+def _tribute_rows(mask: np.ndarray) -> np.ndarray:
+    """Rows whose seat decides in the tribute (an ask or a give is legal)."""
+    return mask[:, ASK_BASE:].any(axis=1)
+
+
+def _row_actions(agent, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    return np.fromiter((agent.act(o, m) for o, m in zip(obs, mask, strict=True)), np.int64,
+                       len(obs))
+
+
+def gather_states(policy, n: int, play: str, count: int, explore: float, num_rounds: int,
+                  rng: np.random.Generator):
+    """``count`` tribute decision states of ``n``-seat matches played by ``play``: the
+    scalar states, the deciding seats, and their observations and masks."""
+    from dragons_egg_env.vector import VectorEngine
+
+    m = policy.max_players
+    heur = _heuristic(m, num_rounds)
+    config = RulesConfig(num_players=n, num_rounds=num_rounds)
+    eng = VectorEngine(min(64, 4 * count), config, max_players=m,
+                       seed=int(rng.integers(2**62)), record=False)
+    st = eng.reset()
+    states, seats, obs, masks = [], [], [], []
+    while len(states) < count:
+        acts = np.empty(eng.num_envs, np.int64)
+        trib = _tribute_rows(st.mask)
+        for b in np.flatnonzero(trib):
+            if len(states) < count and st.mask[b].sum() > 1:
+                states.append(eng.to_state(int(b)))
+                seats.append(int(st.seat[b]))
+                obs.append(st.obs[b])
+                masks.append(st.mask[b])
+            legal = np.flatnonzero(st.mask[b])
+            acts[b] = legal[rng.integers(len(legal))] if rng.random() < explore else \
+                heur.act(st.obs[b], st.mask[b])
+        rest = ~trib
+        if rest.any():
+            acts[rest] = _play_actions(policy, heur, play, st.obs[rest], st.mask[rest])
+        st = eng.step(acts)
+    return states, seats, np.array(obs), np.array(masks)
+
+
+def _play_actions(policy, heur, play: str, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    if play == "self":
+        return np.argmax(policy.logits(obs, mask), axis=-1)
+    return _row_actions(heur, obs, mask)
+
+
+def counterfactual_values(policy, states, seats, masks: np.ndarray, play: str,
+                          num_rounds: int, seed: int) -> np.ndarray:
+    """``Q[i, a]``: the round reward of ``seats[i]`` after action ``a`` in ``states[i]`` and
+    the rest of the round played by ``play`` (the Dragon's later tribute by the heuristic);
+    NaN where ``a`` is not legal."""
+    from dragons_egg_env.vector import VectorEngine
+
+    heur = _heuristic(policy.max_players, num_rounds)
+    owner, cand = [], []
+    for i, mk in enumerate(masks):
+        legal = np.flatnonzero(mk)
+        owner += [i] * len(legal)
+        cand += legal.tolist()
+    owner_a, cand_a = np.array(owner), np.array(cand, np.int64)
+    eng = VectorEngine.from_states([states[i] for i in owner], max_players=policy.max_players,
+                                   seed=seed, record=False)
+    decider = np.array(seats)[owner_a]
+    q = np.full(masks.shape, np.nan)
+    active = np.ones(len(owner), bool)
+    st = eng.step(cand_a)
+    while True:
+        ended = active & st.round_ended
+        if ended.any():
+            rows = np.flatnonzero(ended)
+            q[owner_a[rows], cand_a[rows]] = st.rewards[rows, decider[rows]]
+            active &= ~ended
+        if not active.any():
+            return q
+        acts = np.argmax(st.mask, axis=1)  # finished copies: any legal action, unread
+        trib = active & _tribute_rows(st.mask)
+        if trib.any():
+            acts[trib] = _row_actions(heur, st.obs[trib], st.mask[trib])
+        rest = active & ~trib
+        if rest.any():
+            acts[rest] = _play_actions(policy, heur, play, st.obs[rest], st.mask[rest])
+        st = eng.step(acts)
+
+
+def run_chunk(task: tuple[str, int, int, str, int, float, int]) -> dict[str, Any]:
+    """One batch of states (a worker's unit of work): gathered, valued, with features."""
+    from agents.netpolicy import cached_policy
+
+    path, seed, n, play, count, explore, num_rounds = task
+    t0 = time.perf_counter()
+    policy = cached_policy(path)
+    rng = np.random.default_rng(seed)
+    states, seats, obs, masks = gather_states(policy, n, play, count, explore, num_rounds, rng)
+    q = counterfactual_values(policy, states, seats, masks, play, num_rounds,
+                              int(rng.integers(2**62)))
+    heur = _heuristic(policy.max_players, num_rounds)
+    return {"obs": obs.astype(np.float32), "mask": masks, "q": q, "n": n, "play": play,
+            "heuristic": _row_actions(heur, obs, masks),
+            "seconds": time.perf_counter() - t0}
+
+
+# ---------------------------------------------------------------------------------------
+# The fit.
+
+#: Tribute columns of the action layer (asks of cards 0..43, then gives of cards 0..44) and
+#: what each one is: its card, whether it is a give, the card's number (0..9; -1: not numbered).
+NCOL = NUM_ACTIONS - ASK_BASE
+_CARD = np.r_[np.arange(GIVE_BASE - ASK_BASE), np.arange(NUM_ACTIONS - GIVE_BASE)]
+_GIVE = np.r_[np.zeros(GIVE_BASE - ASK_BASE, int), np.ones(NUM_ACTIONS - GIVE_BASE, int)]
+_NUMBER = np.where(_CARD < 40, _CARD // 4, -1)
+#: Parameters of the fit: a bias per column, a weight per (phase, number, count held) and a
+#: weight per phase on the old policy's logits.
+NPARAM = NCOL + 2 * COUNT_FEATURES + 2
+
+
+def features(obs: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """``(N, NCOL, NPARAM)``: what each tribute column's logit is linear in (see the module
+    docstring): its own bias, the count of its card's number in the own hand (one-hot, per
+    phase and number) and the old logit (relative to the pass logit for asks)."""
+    N = len(obs)
+    cf = count_features(obs).reshape(N, NUM_NUMBERS, 5)
+    F = np.zeros((N, NCOL, NPARAM), np.float32)
+    F[:, np.arange(NCOL), np.arange(NCOL)] = 1.0
+    for j in np.flatnonzero(_NUMBER >= 0):
+        k = NCOL + COUNT_FEATURES * _GIVE[j] + 5 * _NUMBER[j]
+        F[:, j, k:k + 5] = cf[:, _NUMBER[j]]
+    ask = slice(0, GIVE_BASE - ASK_BASE)
+    F[:, ask, NPARAM - 2] = base[:, ASK_BASE:GIVE_BASE] - base[:, [PASS]]
+    F[:, GIVE_BASE - ASK_BASE:, NPARAM - 1] = base[:, GIVE_BASE:]
+    return F
+
+
+def design(obs: np.ndarray, mask: np.ndarray, q: np.ndarray, base: np.ndarray,
+           scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Rows (one per state and legal tribute action) and targets of the least-squares fit:
+    ``scale * (Q(s, a) - Q(s, pass))`` in ask states (the model is the logit minus the pass
+    logit); in give states targets and features centred per state (only differences between
+    gives matter)."""
+    F = features(obs, np.where(np.isfinite(base), base, 0.0))
+    legal = mask[:, ASK_BASE:]
+    qt = np.where(legal, q[:, ASK_BASE:], 0.0)
+    ask_state = mask[:, PASS]
+    y = np.zeros(qt.shape)
+    y[ask_state] = scale * (qt[ask_state] - q[ask_state, PASS][:, None])
+    g = ~ask_state & legal.any(axis=1)
+    lg = legal[g]
+    count = lg.sum(axis=1, keepdims=True)
+    F[g] -= (F[g] * lg[:, :, None]).sum(axis=1, keepdims=True) / count[:, :, None]
+    y[g] = scale * (qt[g] - (qt[g] * lg).sum(axis=1, keepdims=True) / count)
+    return F[legal].astype(np.float64), y[legal]
+
+
+def solve(obs, mask, q, base, scale: float, ridge: float) -> np.ndarray:
+    """The fitted parameters (ridge regression on :func:`design`)."""
+    X, y = design(obs, mask, q, base, scale)
+    return np.linalg.solve(X.T @ X + ridge * np.eye(NPARAM), X.T @ y)
+
+
+def fitted_policy(policy, theta: np.ndarray, meta: dict[str, Any]):
+    """The policy with its tribute columns rewritten to the fitted model; every other column
+    (play and pass) and the shared layers unchanged."""
+    from agents.netpolicy import NetPolicy
+
+    w0, b0 = policy.pi
+    w, b = w0.astype(np.float64).copy(), b0.astype(np.float64).copy()
+    counts = np.zeros((COUNT_FEATURES, NUM_ACTIONS))
+    a_ask, a_give = theta[NPARAM - 2], theta[NPARAM - 1]
+    for j in range(NCOL):
+        col = ASK_BASE + j
+        if _GIVE[j]:
+            w[:, col] = a_give * w0[:, col]
+            b[col] = a_give * b0[col] + theta[j]
+        else:
+            w[:, col] = w0[:, PASS] + a_ask * (w0[:, col] - w0[:, PASS])
+            b[col] = b0[PASS] + a_ask * (b0[col] - b0[PASS]) + theta[j]
+        if _NUMBER[j] >= 0:
+            k = NCOL + COUNT_FEATURES * _GIVE[j] + 5 * _NUMBER[j]
+            counts[5 * _NUMBER[j]:5 * _NUMBER[j] + 5, col] = theta[k:k + 5]
+    return NetPolicy(policy.layers, (w.astype(np.float32), b.astype(np.float32)), policy.v,
+                     meta, counts.astype(np.float32))
+
+
+def choice_values(q: np.ndarray, choice: np.ndarray) -> np.ndarray:
+    return q[np.arange(len(q)), choice]
+
+
+def score(policy_logits, q: np.ndarray, mask: np.ndarray,
+          heuristic: np.ndarray) -> dict[str, float]:
+    """Mean ``Q`` of each way of choosing, over states."""
+    qm = np.where(mask, q, np.nan)
+    with np.errstate(invalid="ignore"):
+        out = {name: float(np.mean(choice_values(q, np.argmax(z, axis=1))))
+               for name, z in policy_logits.items()}
+        out["heuristic"] = float(np.mean(choice_values(q, heuristic)))
+        out["oracle"] = float(np.mean(np.nanmax(qm, axis=1)))
+        out["uniform"] = float(np.mean(np.nanmean(qm, axis=1)))
+    out["states"] = len(q)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# The driver.
+
+def chunk_tasks(cfg: TributeFitConfig):
+    """The batches of states, in order: (policy, seed, table size, play policy, ...)."""
+    ss = np.random.SeedSequence(cfg.seed)
+    weights = np.asarray(cfg.size_weights, float) / sum(cfg.size_weights)
+    k = 0
+    while cfg.chunks == 0 or k < cfg.chunks:
+        rng = np.random.default_rng(ss.spawn(1)[0])
+        n = int(rng.choice(cfg.table_sizes, p=weights))
+        play = "heuristic" if rng.random() < cfg.heuristic_share else "self"
+        yield (str(cfg.policy), int(rng.integers(2**62)), n, play, cfg.states_per_chunk,
+               cfg.explore, cfg.num_rounds)
+        k += 1
+
+
+def gather(cfg: TributeFitConfig, allowed: float) -> tuple[list[dict[str, Any]], float]:
+    """Run batches on ``cfg.workers`` processes until ``cfg.chunks`` are done or the next
+    round of batches would cross ``allowed`` seconds. Returns the batches in task order."""
+    import multiprocessing as mp
+
+    t0 = time.perf_counter()
+    tasks = chunk_tasks(cfg)
+    out: list[dict[str, Any]] = []
+    bar = _bar(cfg)
+    with mp.get_context("spawn").Pool(cfg.workers) as pool:
+        pending = [pool.apply_async(run_chunk, (t,)) for t in _take(tasks, 2 * cfg.workers)]
+        while pending:
+            r = pending.pop(0).get()
+            out.append(r)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(states=sum(len(c["q"]) for c in out))
+            elapsed = time.perf_counter() - t0
+            pace = elapsed / len(out) * cfg.workers  # seconds per batch per worker
+            # a new batch starts after the ones queued before it: stop when it would end late
+            if elapsed + pace * (len(pending) / cfg.workers + 1) < allowed:
+                pending += [pool.apply_async(run_chunk, (t,)) for t in _take(tasks, 1)]
+    if bar is not None:
+        bar.close()
+    return out, time.perf_counter() - t0
+
+
+def _take(it, k: int) -> list:
+    out = []
+    for _ in range(k):
+        try:
+            out.append(next(it))
+        except StopIteration:
+            break
+    return out
+
+
+def _bar(cfg: TributeFitConfig):
+    if not cfg.progress:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=cfg.chunks or None, desc="tribute-fit", unit="batch", file=sys.stderr)
+
+
+def _concat(chunks: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    out = {k: np.concatenate([c[k] for c in chunks]) for k in ("obs", "mask", "q", "heuristic")}
+    out["n"] = np.concatenate([np.full(len(c["q"]), c["n"]) for c in chunks])
+    out["play"] = np.concatenate([np.full(len(c["q"]), PLAY_POLICIES.index(c["play"]))
+                                  for c in chunks])
+    return out
+
+
+def save_data(path: Path, chunks: list[dict[str, Any]], seconds: float, cfg) -> None:
+    """The gathered states and values (``data.npz``), to refit without gathering again."""
+    data = _concat(chunks)
+    data["chunk_sizes"] = np.array([len(c["q"]) for c in chunks])
+    data["meta"] = np.frombuffer(json.dumps({"seconds": seconds, "config": _jsonable(cfg),
+                                             "policy_sha256": _digest(cfg.policy)})
+                                 .encode(), np.uint8)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        np.savez_compressed(f, **data)
+    tmp.replace(path)
+
+
+def load_data(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Read :func:`save_data`'s file back as batches; a ``ValueError`` naming a bad file."""
+    import zipfile
+
+    p = Path(path)
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            d = {k: z[k] for k in z.files}
+        meta = json.loads(bytes(d.pop("meta")).decode())
+        sizes = d.pop("chunk_sizes")
+        ends = np.cumsum(sizes)
+        if ends[-1] != len(d["q"]) or d["q"].shape != d["mask"].shape != (ends[-1], NUM_ACTIONS):
+            raise ValueError("arrays of different lengths")
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise ValueError(f"tribute-fit data {p} is not readable: {exc}") from None
+    chunks = []
+    for lo, hi in zip(np.r_[0, ends[:-1]], ends, strict=True):
+        c = {k: d[k][lo:hi] for k in ("obs", "mask", "q", "heuristic")}
+        c["n"], c["play"] = int(d["n"][lo]), PLAY_POLICIES[int(d["play"][lo])]
+        chunks.append(c)
+    return chunks, meta
+
+
+def _digest(path: str | Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _jsonable(cfg: TributeFitConfig) -> dict[str, Any]:
+    d = asdict(cfg)
+    d.pop("command", None)
+    return d
+
+
+def evaluate(old, new, chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean ``Q`` of each way of choosing on ``chunks``, per play policy and phase, and the
+    paired difference between the fitted choice and the heuristic's (95% normal interval)."""
+    data = _concat(chunks) if chunks else None
+    out: dict[str, Any] = {}
+    if data is None:
+        return out
+    for pi, play in enumerate(PLAY_POLICIES):
+        for phase in PHASES:
+            sel = (data["play"] == pi) & (data["mask"][:, PASS] == (phase == "ask"))
+            if not sel.any():
+                continue
+            o, m, q, h = (data[k][sel] for k in ("obs", "mask", "q", "heuristic"))
+            zf, zo = new.logits(o, m), old.logits(o, m)
+            row = score({"fitted": zf, "old": zo}, q, m, h)
+            d = choice_values(q, np.argmax(zf, axis=1)) - choice_values(q, h)
+            half = 1.96 * d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else float("nan")
+            row["fitted_minus_heuristic"] = [float(d.mean()), float(d.mean() - half),
+                                             float(d.mean() + half)]
+            out[f"{play}/{phase}"] = row
+    return out
+
+
+def fit(cfg: TributeFitConfig, data: str | None = None) -> Path:
+    """Gather (or read ``data``), fit, score on the held-out batches and write the policy,
+    ``summary.json`` and ``report.md`` to ``cfg.out``. Returns the policy file."""
+    from agents.netpolicy import load_policy_file
+
+    cfg.validate()
+    t0 = time.perf_counter()
+    policy = load_policy_file(cfg.policy)
+    if policy.pi_counts is not None:
+        raise ValueError(f"{cfg.policy} is already tribute-fitted; fit the policy it came from")
+    prov = dict(policy.meta.get("provenance", {}))
+    base_seconds = float(prov.get("seconds", 0.0))
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if data is None:
+        allowed = cfg.max_seconds - base_seconds if cfg.max_seconds > 0 else float("inf")
+        if allowed <= 0:
+            raise ValueError(f"the base policy already trained {base_seconds:,.1f} s, the "
+                             f"whole budget of max_seconds={cfg.max_seconds:,.0f}")
+        chunks, gather_seconds = gather(cfg, allowed - FIT_RESERVE)
+        save_data(out / "data.npz", chunks, gather_seconds, cfg)
+    else:
+        chunks, meta = load_data(data)
+        if meta.get("policy_sha256") != _digest(cfg.policy):
+            raise ValueError(f"tribute-fit data {data} was gathered with another policy than "
+                             f"{cfg.policy} (its values come from that policy's play)")
+        gather_seconds = float(meta["seconds"])
+    if len(chunks) < (2 if cfg.holdout > 0 else 1):
+        raise ValueError(f"only {len(chunks)} batch(es) of states: too few to fit and score")
+    t_fit = time.perf_counter()
+    cut = len(chunks) if cfg.holdout == 0 else \
+        min(len(chunks) - 1, max(1, round(len(chunks) * (1 - cfg.holdout))))
+    train, held = chunks[:cut], chunks[cut:]
+    d = _concat(train)
+    theta = solve(d["obs"], d["mask"], d["q"], policy.logits(d["obs"], d["mask"]), cfg.scale,
+                  cfg.ridge)
+    seconds = gather_seconds + (time.perf_counter() - t_fit)
+    total = base_seconds + seconds
+    info = {"config": _jsonable(cfg), "base_policy": str(cfg.policy),
+            "base_seconds": base_seconds, "seconds": round(seconds, 1),
+            "states": int(len(d["q"])), "held_out_states": int(sum(len(c["q"]) for c in held)),
+            "alpha": [float(theta[-2]), float(theta[-1])]}
+    new_prov = {**prov, "seconds": round(total, 1), "tribute_fit": info}
+    if cfg.command:
+        new_prov["command"] = cfg.command
+    new = fitted_policy(policy, theta, {**policy.meta, "provenance": new_prov})
+    info["held_out"] = evaluate(policy, new, held)
+    info["card_values"] = card_values(chunks)
+    plot_card_values(info["card_values"], out / "card_values.png")
+    new.meta["provenance"]["tribute_fit"] = info
+    path = new.save(out / "policy.npz")
+    path.with_suffix(".json").write_text(json.dumps(new_prov, indent=1) + "\n")
+    (out / "summary.json").write_text(json.dumps(info, indent=1) + "\n")
+    (out / "report.md").write_text(report(info))
+    print(f"wrote {path}: {info['states']:,} states, {seconds:,.0f} s "
+          f"(with the base policy {total:,.0f} s); {time.perf_counter() - t0:,.0f} s in all",
+          file=sys.stderr)
+    return path
+
+
+def card_values(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the gathered values say, card by card (all states, both play policies): the mean
+    gain of asking for each card over passing, the same by how many cards of its number the
+    Dragon holds, and the mean value of giving back each card relative to the state's mean
+    give (with two standard errors)."""
+    d = _concat(chunks)
+    q, m = d["q"], d["mask"]
+    ask = m[:, PASS]
+    gain = q[ask][:, ASK_BASE:GIVE_BASE] - q[ask][:, [PASS]]
+    give = q[~ask][:, GIVE_BASE:]
+    with np.errstate(invalid="ignore"):
+        give = give - np.nanmean(give, axis=1, keepdims=True)
+
+    def mean_se(x: np.ndarray) -> tuple[list[float | None], list[float | None], list[int]]:
+        import warnings
+
+        n = (~np.isnan(x)).sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # cards never legal: NaN, said so
+            mu = np.nanmean(x, axis=0) if len(x) else np.full(x.shape[1], np.nan)
+            se = np.nanstd(x, axis=0) / np.sqrt(n)
+        clean = [None if not np.isfinite(v) else float(v) for v in mu]
+        return clean, [None if not np.isfinite(v) else float(2 * v) for v in se], n.tolist()
+
+    held = count_features(d["obs"][ask]).reshape(-1, NUM_NUMBERS, 5).argmax(axis=2)
+    by_count = []
+    for k in range(NUM_NUMBERS):
+        row = []
+        for c in range(4):
+            x = gain[held[:, k] == c][:, 4 * k:4 * k + 4]
+            row.append(float(np.nanmean(x)) if np.isfinite(x).any() else None)
+        by_count.append(row)
+    a_mu, a_se, a_n = mean_se(gain)
+    g_mu, g_se, g_n = mean_se(give)
+    return {"ask_gain": a_mu, "ask_gain_2se": a_se, "ask_states": a_n,
+            "give_value": g_mu, "give_value_2se": g_se, "give_states": g_n,
+            "ask_gain_by_number_and_count_held": by_count}
+
+
+def plot_card_values(values: dict[str, Any], path: Path) -> Path:
+    """Bar charts of :func:`card_values`: the gain of each ask and the value of each give."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dragons_egg_env.cards import CARD_CODES
+
+    fig, axes = plt.subplots(2, 1, figsize=(13, 6.5))
+    for ax, key, n, title in ((axes[0], "ask_gain", GIVE_BASE - ASK_BASE,
+                               "ask: mean round reward gained over passing"),
+                              (axes[1], "give_value", NUM_ACTIONS - GIVE_BASE,
+                               "give back: mean round reward relative to the state's mean give")):
+        mu = np.array([np.nan if v is None else v for v in values[key]])
+        se = np.array([np.nan if v is None else v for v in values[key + "_2se"]])
+        ax.bar(range(n), np.nan_to_num(mu), yerr=np.nan_to_num(se), color="tab:blue",
+               ecolor="grey", capsize=1.5)
+        ax.set_xticks(range(n), CARD_CODES[:n], rotation=90, fontsize=7)
+        ax.axhline(0, color="black", lw=0.6)
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+#: Seconds kept back from the budget for the fit itself (it takes a few).
+FIT_RESERVE = 15.0
+
+
+def report(info: dict[str, Any]) -> str:
+    lines = ["# Tribute fit", "",
+             f"Base policy `{info['base_policy']}` (trained {info['base_seconds']:,.1f} s); "
+             f"{info['states']:,} states fitted in {info['seconds']:,.1f} s; "
+             f"{info['held_out_states']:,} held out.", "",
+             "Held-out states: mean round reward (R27) of the Dragon after each way of choosing "
+             "(the rest of the round played by the play policy, later tribute choices by the "
+             "heuristic). *oracle* sees the deal; *uniform* is the mean over legal choices.", "",
+             "| play / phase | states | fitted | heuristic | old | uniform | oracle | "
+             "fitted - heuristic [95%] |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for key, r in info["held_out"].items():
+        m, lo, hi = r["fitted_minus_heuristic"]
+        lines.append(f"| {key} | {r['states']:,} | {r['fitted']:.3f} | {r['heuristic']:.3f} | "
+                     f"{r['old']:.3f} | {r['uniform']:.3f} | {r['oracle']:.3f} | "
+                     f"{m:+.3f} [{lo:+.3f}, {hi:+.3f}] |")
+    from dragons_egg_env.cards import CARD_CODES
+
+    cv = info["card_values"]
+    ranked = sorted((v, c) for c, v in enumerate(cv["ask_gain"]) if v is not None)[::-1]
+    given = sorted((v, c) for c, v in enumerate(cv["give_value"]) if v is not None)[::-1]
+    lines += ["", "What the values say, card by card (all states; `card_values.png`):", "",
+              "- asks, best first (gain over passing): " + ", ".join(
+                  f"{CARD_CODES[c]} {v:+.3f}" for v, c in ranked[:12]),
+              "- gives, best first (relative to the mean give): " + ", ".join(
+                  f"{CARD_CODES[c]} {v:+.3f}" for v, c in given[:8]), "",
+              "Gain of asking for a number by how many of it the Dragon holds:", "",
+              "| number | held 0 | held 1 | held 2 | held 3 |", "|---|---:|---:|---:|---:|"]
+    for k, row in enumerate(cv["ask_gain_by_number_and_count_held"]):
+        cells = " | ".join("" if v is None else f"{v:+.3f}" for v in row)
+        lines.append(f"| {k + 1} | {cells} |")
+    lines += ["", "![card values](card_values.png)"]
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[TributeFitConfig, str | None]:
+    """The config from ``--config FILE`` (JSON) and flags, and ``--data``."""
+    import tyro
+
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--config", default=None)
+    pre.add_argument("--data", default=None)
+    known, rest = pre.parse_known_args(argv)
+    default = TributeFitConfig()
+    if known.config:
+        default = settings_file(TributeFitConfig, known.config, config_from_dict)
+    cfg = tyro.cli(TributeFitConfig, args=rest, default=default,
+                   description="Counterfactual tribute fit of a policy file. Also: --config "
+                               "FILE.json (settings), --data DATA.npz (refit gathered states).")
+    try:
+        cfg.validate()
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return cfg, known.data
+
+
+def config_from_dict(data: dict[str, Any]) -> TributeFitConfig:
+    """A :class:`TributeFitConfig` from its JSON form (lists for tuples)."""
+    data = dict(data)
+    for k in ("table_sizes", "size_weights"):
+        if k in data:
+            data[k] = tuple(data[k])
+    return TributeFitConfig(**data)
+
+
+def main(argv: list[str] | None = None) -> int:
+    cfg, data = parse_args(argv)
+    if not cfg.command:
+        cfg.command = "python -m experiments.tribute_fit " + " ".join(
+            sys.argv[1:] if argv is None else argv)
+    try:
+        fit(cfg, data)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+__all__ = ["TributeFitConfig", "fit", "gather", "gather_states", "counterfactual_values",
+           "features", "design", "solve", "fitted_policy", "evaluate", "main"]

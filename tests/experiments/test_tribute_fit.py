@@ -1,0 +1,203 @@
+"""The counterfactual tribute fit (``experiments.tribute_fit``) and the policy-file term it
+writes (``pi_counts``, policy files of version 2)."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from agents import make_agent
+from agents.heuristic import HeuristicAgent
+from agents.netpolicy import (
+    COUNT_FEATURES,
+    NetPolicy,
+    PolicyFileError,
+    count_features,
+    load_policy_file,
+)
+from dragons_egg_env import engine as E
+from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
+from dragons_egg_env.cards import BEAST, DRAGON_MASK
+from dragons_egg_env.config import RulesConfig
+from dragons_egg_env.observation import Encoder, layout
+from experiments import tribute_fit as T
+
+
+def small_policy(path, seed=0, seconds=100.0, hidden=16):
+    """A random 8-seat policy file with provenance, as the self-play trainer writes them."""
+    rng = np.random.default_rng(seed)
+    size = layout(8).size
+    layers = [(rng.normal(0, 0.1, (size, hidden)).astype(np.float32),
+               np.zeros(hidden, np.float32))]
+    pi = (rng.normal(0, 0.5, (hidden, NUM_ACTIONS)).astype(np.float32),
+          rng.normal(0, 0.5, NUM_ACTIONS).astype(np.float32))
+    v = (np.zeros((hidden, 1), np.float32), np.zeros(1, np.float32))
+    meta = {"max_players": 8, "obs_size": size, "num_actions": NUM_ACTIONS,
+            "hidden": [hidden], "activation": "tanh",
+            "provenance": {"trainer": "test", "samples": 10, "updates": 1, "seconds": seconds}}
+    return NetPolicy(layers, pi, v, meta).save(path)
+
+
+def tribute_state(seed=0, n=4):
+    """A 2-round match played by heuristics up to the Dragon's first ask (R30, R31)."""
+    config = RulesConfig(num_players=n, num_rounds=2)
+    rng = random.Random(seed)
+    s = E.new_match(config)
+    heur = HeuristicAgent(seed=0)
+    heur.start_match(0, config)
+    enc = Encoder(n, n, 2)
+    while s.phase != E.Phase.ASK:
+        if s.phase == E.Phase.DEAL:
+            E.deal(s, E.random_deal(s, rng))
+            continue
+        mask = np.zeros(NUM_ACTIONS, bool)
+        mask[E.legal_actions(s)] = True
+        E.step(s, heur.act(enc.encode(s, s.current), mask))
+    return s
+
+
+def test_count_features_one_hot_counts_of_each_number():
+    obs = np.zeros(layout(8).size, np.float32)
+    obs[[0, 1, 2]] = 1          # three 1s
+    obs[36] = 1                 # one 10
+    obs[BEAST] = 1              # a dragon card is no number
+    f = count_features(obs).reshape(10, 5)
+    assert f[0, 3] == 1 and f[9, 1] == 1 and f[4, 0] == 1
+    assert f.sum() == 10 and count_features(np.stack([obs, obs])).shape == (2, COUNT_FEATURES)
+
+
+def test_policy_file_version_2_round_trips_and_is_checked(tmp_path):
+    base = load_policy_file(small_policy(tmp_path / "p.npz"))
+    counts = np.random.default_rng(1).normal(size=(COUNT_FEATURES, NUM_ACTIONS)).astype(
+        np.float32)
+    p2 = NetPolicy(base.layers, base.pi, base.v, base.meta, counts).save(tmp_path / "v2.npz")
+    again = load_policy_file(p2)
+    assert again.meta["version"] == 2 and load_policy_file(tmp_path / "p.npz").meta["version"] == 1
+    obs = np.random.default_rng(2).integers(0, 2, (5, layout(8).size)).astype(np.float32)
+    mask = np.ones((5, NUM_ACTIONS), bool)
+    np.testing.assert_allclose(again.logits(obs, mask),
+                               base.logits(obs, mask) + count_features(obs) @ counts, rtol=1e-5)
+    # a wrong shape, or the term in a file that claims version 1, is refused
+    bad = NetPolicy(base.layers, base.pi, base.v, base.meta, counts[:, :10])
+    bad.save(tmp_path / "bad.npz")
+    with pytest.raises(PolicyFileError, match="shapes"):
+        load_policy_file(tmp_path / "bad.npz")
+    with np.load(p2) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(bytes(arrays["meta"]).decode())
+    arrays["meta"] = np.frombuffer(json.dumps({**meta, "version": 1}).encode(), np.uint8)
+    np.savez(tmp_path / "v1.npz", **arrays)
+    with pytest.raises(PolicyFileError, match="version 1 has no"):
+        load_policy_file(tmp_path / "v1.npz")
+
+
+def test_counterfactual_values_are_the_scalar_engine_played_out(tmp_path):
+    """Q of every legal ask = the Dragon's round reward (R27) when that ask is played and the
+    heuristic plays the rest of the round on the scalar engine (R31..R33 included)."""
+    s = tribute_state(seed=3)
+    n, dragon = s.config.num_players, s.current
+    heur = HeuristicAgent(seed=0)
+    heur.start_match(0, RulesConfig(num_players=8, num_rounds=2), 8)
+    enc = Encoder(n, 8, 2)
+    mask = np.zeros(NUM_ACTIONS, bool)
+    mask[E.legal_actions(s)] = True
+    policy = load_policy_file(small_policy(tmp_path / "p.npz"))
+    q = T.counterfactual_values(policy, [s], [dragon], mask[None], "heuristic", 2, seed=0)[0]
+    assert np.isnan(q[~mask]).all() and not np.isnan(q[mask]).any()
+    for a in np.flatnonzero(mask):
+        t = s.clone()
+        E.step(t, int(a))
+        rounds = len(t.results)
+        while len(t.results) == rounds:
+            m = np.zeros(NUM_ACTIONS, bool)
+            m[E.legal_actions(t)] = True
+            E.step(t, heur.act(enc.encode(t, t.current), m))
+        assert q[a] == t.results[-1].rewards[dragon]
+
+
+def test_the_fit_finds_a_planted_preference_and_leaves_play_alone(tmp_path):
+    """Values that reward asking for a dragon card and giving back the highest card: the
+    fitted policy asks for dragon cards and gives the highest card; play logits unchanged."""
+    policy = load_policy_file(small_policy(tmp_path / "p.npz"))
+    rng = np.random.default_rng(0)
+    N = 400
+    obs = rng.integers(0, 2, (N, layout(8).size)).astype(np.float32)
+    mask = np.zeros((N, NUM_ACTIONS), bool)
+    ask = np.arange(N) < N // 2
+    hand = obs[:, :45] > 0
+    mask[ask, PASS] = True
+    mask[ask, ASK_BASE:GIVE_BASE] = ~hand[ask, :44]
+    mask[~ask, GIVE_BASE:] = hand[~ask]
+    q = np.where(mask, rng.normal(0, 0.05, mask.shape), np.nan)
+    dragons = [ASK_BASE + c for c in range(44) if DRAGON_MASK >> c & 1]
+    q[:, dragons] += 1.0
+    q[:, GIVE_BASE + 36:GIVE_BASE + 40] += 1.0  # the 10s
+    theta = T.solve(obs, mask, q, policy.logits(obs, mask), scale=10.0, ridge=0.1)
+    new = T.fitted_policy(policy, theta, policy.meta)
+    z = new.logits(obs, mask)
+    choice = np.argmax(z, axis=1)
+    can_dragon = mask[:, dragons].any(axis=1) & ask
+    assert np.isin(choice[can_dragon], dragons).all()
+    has_ten = hand[:, 36:40].any(axis=1) & ~ask
+    assert ((choice[has_ten] >= GIVE_BASE + 36) & (choice[has_ten] < GIVE_BASE + 40)).all()
+    full = np.ones_like(mask)
+    np.testing.assert_array_equal(new.logits(obs, full)[:, :ASK_BASE],
+                                  policy.logits(obs, full)[:, :ASK_BASE])
+
+
+def test_a_run_writes_a_playable_policy_reproducibly_within_its_budget(tmp_path):
+    base = small_policy(tmp_path / "p.npz", seconds=100.0)
+    args = ["--policy", str(base), "--chunks", "3", "--states-per-chunk", "3",
+            "--workers", "1", "--table-sizes", "3", "4", "--size-weights", "1", "1",
+            "--no-progress", "--holdout", "0.34"]
+    assert T.main(args + ["--out", str(tmp_path / "a"), "--seed", "5"]) == 0
+    assert T.main(args + ["--out", str(tmp_path / "b"), "--seed", "5"]) == 0
+    a, b = (load_policy_file(tmp_path / d / "policy.npz") for d in "ab")
+    for x, y in zip((a.pi[0], a.pi[1], a.pi_counts), (b.pi[0], b.pi[1], b.pi_counts),
+                    strict=True):
+        np.testing.assert_array_equal(x, y)
+    prov = json.loads((tmp_path / "a" / "policy.json").read_text())
+    info = prov["tribute_fit"]
+    assert prov["seconds"] == pytest.approx(100.0 + info["seconds"], abs=0.1)
+    assert info["states"] == 6 and info["held_out_states"] == 3
+    assert (tmp_path / "a" / "report.md").read_text().startswith("# Tribute fit")
+    # refitting from the saved states gives the same policy
+    assert T.main(args + ["--out", str(tmp_path / "c"), "--seed", "5", "--data",
+                          str(tmp_path / "a" / "data.npz")]) == 0
+    np.testing.assert_array_equal(load_policy_file(tmp_path / "c" / "policy.npz").pi_counts,
+                                  a.pi_counts)
+    # states gathered with one policy do not refit another (their values are its play's)
+    other = small_policy(tmp_path / "other.npz", seed=9)
+    assert T.main(["--policy", str(other), "--out", str(tmp_path / "d"), "--data",
+                   str(tmp_path / "a" / "data.npz")]) == 2
+    agent = make_agent(f"ppo:path={tmp_path / 'a' / 'policy.npz'}", seed=0)
+    s = tribute_state(seed=1)
+    agent.start_match(s.current, s.config)
+    mask = np.zeros(NUM_ACTIONS, bool)
+    mask[E.legal_actions(s)] = True
+    assert mask[agent.act(Encoder(4, 4, 2).encode(s, s.current), mask)]
+
+
+def test_bad_input_is_a_clear_error(tmp_path, capsys):
+    base = small_policy(tmp_path / "p.npz", seconds=500.0)
+    with pytest.raises(ValueError, match="whole budget"):
+        T.fit(T.TributeFitConfig(policy=str(base), out=str(tmp_path / "o"), max_seconds=400))
+    fitted = tmp_path / "f.npz"
+    pol = load_policy_file(base)
+    NetPolicy(pol.layers, pol.pi, pol.v, pol.meta,
+              np.zeros((COUNT_FEATURES, NUM_ACTIONS), np.float32)).save(fitted)
+    with pytest.raises(ValueError, match="already tribute-fitted"):
+        T.fit(T.TributeFitConfig(policy=str(fitted), out=str(tmp_path / "o")))
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    assert T.main(["--policy", str(base), "--out", str(tmp_path / "o"),
+                   "--data", str(tmp_path / "junk.npz")]) == 2
+    assert "not readable" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        T.main(["--policy", str(base), "--explore", "2"])
+    assert exc.value.code == 2
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"policy": str(base), "scael": 3}))
+    with pytest.raises(SystemExit):
+        T.main(["--config", str(cfg)])
+    assert "unknown setting(s) scael" in capsys.readouterr().err
