@@ -230,6 +230,16 @@ def test_a_checkpoint_ships_as_a_ppo_policy_with_provenance(tmp_path, capsys):
         ship.main([str(tmp_path / "nope.pt"), "--dest", str(tmp_path / "x.npz")])
     assert exc.value.code == 2 and "does not exist" in capsys.readouterr().err
     assert not (tmp_path / "x.npz").exists()
+    # a league snapshot (a policy file) ships as it is, with the provenance it carries
+    run._add_snapshot()
+    snap = run.league[-1]
+    dest2 = tmp_path / "snap_agent.npz"
+    assert ship.main([snap, "--dest", str(dest2), "--command", "train it"]) == 0
+    meta2 = json.loads(dest2.with_suffix(".json").read_text())
+    assert meta2["samples"] == run.samples and meta2["checkpoint"] == snap
+    assert meta2["command"] == "train it"
+    np.testing.assert_array_equal(load_policy_file(dest2).pi[0], load_policy_file(snap).pi[0])
+    assert load_policy_file(dest2).meta["provenance"]["command"] == "train it"
 
 
 def test_settings_comparison_reports_every_variant(tmp_path):
