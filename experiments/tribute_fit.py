@@ -290,10 +290,17 @@ def design(obs: np.ndarray, mask: np.ndarray, q: np.ndarray, base: np.ndarray,
     return F[legal].astype(np.float64), y[legal]
 
 
-def solve(obs, mask, q, base, scale: float, ridge: float) -> np.ndarray:
-    """The fitted parameters (ridge regression on :func:`design`)."""
-    X, y = design(obs, mask, q, base, scale)
-    return np.linalg.solve(X.T @ X + ridge * np.eye(NPARAM), X.T @ y)
+def solve(obs, mask, q, base, scale: float, ridge: float, batch: int = 2048) -> np.ndarray:
+    """The fitted parameters (ridge regression on :func:`design`), accumulated over batches
+    of states so that memory stays small (the rows of 2,048 states take about 140 MB)."""
+    xtx = np.zeros((NPARAM, NPARAM))
+    xty = np.zeros(NPARAM)
+    for lo in range(0, len(obs), batch):
+        sl = slice(lo, lo + batch)
+        X, y = design(obs[sl], mask[sl], q[sl], base[sl], scale)
+        xtx += X.T @ X
+        xty += X.T @ y
+    return np.linalg.solve(xtx + ridge * np.eye(NPARAM), xty)
 
 
 def fitted_policy(policy, theta: np.ndarray, meta: dict[str, Any]):
