@@ -83,3 +83,27 @@ def settings_file(cls: type, path: str, build: Callable[[dict[str, Any]], Any]) 
               file=sys.stderr)
         raise SystemExit(2)
     return build(data)
+
+
+def config_cli(cls: type, argv: list[str] | None, build: Callable[[dict[str, Any]], Any],
+               extra: str, description: str) -> tuple[Any, str | None]:
+    """A command line for the settings dataclass ``cls``: ``--config FILE`` (JSON, read by
+    :func:`settings_file` with ``build``) gives the defaults, every field is a flag (tyro), and
+    the option ``extra`` (such as ``--resume``) is returned beside the settings. A setting that
+    ``cls.validate()`` refuses is a one-line error and exit status 2."""
+    import sys
+
+    import tyro
+
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--config", default=None)
+    pre.add_argument(extra, default=None)
+    known, rest = pre.parse_known_args(argv)
+    default = settings_file(cls, known.config, build) if known.config else cls()
+    cfg = tyro.cli(cls, args=rest, default=default, description=description)
+    try:
+        cfg.validate()
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return cfg, getattr(known, extra.lstrip("-").replace("-", "_"))

@@ -43,7 +43,7 @@ import numpy as np
 from dragons_egg_env.actions import ASK_BASE, NUM_ACTIONS
 from dragons_egg_env.config import MAX_PLAYERS, TABLE_SIZES, RulesConfig
 from dragons_egg_env.observation import layout
-from experiments.cli_args import settings_file
+from experiments.cli_args import config_cli
 
 CHECKPOINT_FORMAT = "dragons-egg-selfplay"
 
@@ -858,26 +858,9 @@ def _plot_curve(history: list[dict[str, Any]], path: Path) -> None:
 
 def parse_args(argv: list[str] | None = None) -> tuple[SelfPlayConfig, str | None]:
     """The config from ``--config FILE`` (JSON) and flags, and ``--resume``."""
-    import argparse
-
-    import tyro
-
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--config", default=None)
-    pre.add_argument("--resume", default=None)
-    known, rest = pre.parse_known_args(argv)
-    default = SelfPlayConfig()
-    if known.config:
-        default = settings_file(SelfPlayConfig, known.config, config_from_dict)
-    cfg = tyro.cli(SelfPlayConfig, args=rest, default=default,
-                   description="Batched self-play PPO on the compiled engine. Also: "
-                               "--config FILE.json (settings), --resume CHECKPOINT.pt.")
-    try:
-        cfg.validate()
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    return cfg, known.resume
+    return config_cli(SelfPlayConfig, argv, config_from_dict, "--resume",
+                      "Batched self-play PPO on the compiled engine. Also: --config FILE.json "
+                      "(settings), --resume CHECKPOINT.pt.")
 
 
 def main(argv: list[str] | None = None) -> int:

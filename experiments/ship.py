@@ -23,16 +23,16 @@ SHIPPED_COMMAND = ("python -m experiments.selfplay --config "
                    "experiments/configs/selfplay-shipped.json")
 
 
-def checkpoint_format_of(path: str) -> str:
-    """``"policy"`` for an :mod:`agents.netpolicy` file (a zip holding ``meta.npy``), else
-    ``"checkpoint"`` (a torch checkpoint; reading it reports what is wrong with it)."""
-    import zipfile
+def is_policy_file(path: str) -> bool:
+    """Whether ``path`` is an :mod:`agents.netpolicy` file (read by
+    :func:`agents.ppo.checkpoint_format`); anything else is taken for a torch checkpoint, and
+    reading it reports what is wrong with it (missing, corrupt, not one)."""
+    from agents.ppo import CheckpointError, checkpoint_format
 
     try:
-        with zipfile.ZipFile(path) as z:
-            return "policy" if "meta.npy" in z.namelist() else "checkpoint"
-    except (OSError, zipfile.BadZipFile):
-        return "checkpoint"
+        return checkpoint_format(path) == "net"
+    except CheckpointError:
+        return False
 
 
 def ship_policy_file(path: str | Path, dest: str | Path, command: str = "",
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     from .selfplay import export_checkpoint
 
     try:
-        if checkpoint_format_of(args.checkpoint) == "policy":
+        if is_policy_file(args.checkpoint):
             dest = ship_policy_file(args.checkpoint, args.dest, args.command, args.note)
         else:
             dest = export_checkpoint(args.checkpoint, args.dest, args.command, args.note)

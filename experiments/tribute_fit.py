@@ -46,7 +46,7 @@ number of chunks (and the same workers) it is reproducible bit for bit.
 
 from __future__ import annotations
 
-import argparse
+import functools
 import json
 import sys
 import time
@@ -60,7 +60,7 @@ from agents.netpolicy import COUNT_FEATURES, count_features
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
 from dragons_egg_env.cards import NUM_NUMBERS
 from dragons_egg_env.config import TABLE_SIZES, RulesConfig
-from experiments.cli_args import settings_file
+from experiments.cli_args import config_cli
 
 PLAY_POLICIES = ("self", "heuristic")
 PHASES = ("ask", "give")
@@ -127,7 +127,10 @@ class TributeFitConfig:
 # ---------------------------------------------------------------------------------------
 # One batch of states, in a worker.
 
+@functools.cache
 def _heuristic(max_players: int, num_rounds: int):
+    """The heuristic, started for observations padded to ``max_players`` seats: one object
+    serves every seat and batch (it is memoryless and draws no random numbers)."""
     from agents import make_agent
 
     agent = make_agent("heuristic", seed=0)
@@ -533,7 +536,7 @@ def fit(cfg: TributeFitConfig, data: str | None = None) -> Path:
         new_prov["command"] = cfg.command
     new = fitted_policy(policy, theta, {**policy.meta, "provenance": new_prov})
     info["held_out"] = evaluate(policy, new, held)
-    info["card_values"] = card_values(chunks)
+    info["card_values"] = card_values(chunks)  # info is new_prov's: the file carries it too
     plot_card_values(info["card_values"], out / "card_values.png")
     new.meta["provenance"]["tribute_fit"] = info
     path = new.save(out / "policy.npz")
@@ -652,24 +655,9 @@ def report(info: dict[str, Any]) -> str:
 
 def parse_args(argv: list[str] | None = None) -> tuple[TributeFitConfig, str | None]:
     """The config from ``--config FILE`` (JSON) and flags, and ``--data``."""
-    import tyro
-
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--config", default=None)
-    pre.add_argument("--data", default=None)
-    known, rest = pre.parse_known_args(argv)
-    default = TributeFitConfig()
-    if known.config:
-        default = settings_file(TributeFitConfig, known.config, config_from_dict)
-    cfg = tyro.cli(TributeFitConfig, args=rest, default=default,
-                   description="Counterfactual tribute fit of a policy file. Also: --config "
-                               "FILE.json (settings), --data DATA.npz (refit gathered states).")
-    try:
-        cfg.validate()
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    return cfg, known.data
+    return config_cli(TributeFitConfig, argv, config_from_dict, "--data",
+                      "Counterfactual tribute fit of a policy file. Also: --config FILE.json "
+                      "(settings), --data DATA.npz (refit gathered states).")
 
 
 def config_from_dict(data: dict[str, Any]) -> TributeFitConfig:
