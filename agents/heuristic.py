@@ -59,7 +59,7 @@ from dragons_egg_env.cards import (
     RANK_MASK,
 )
 from dragons_egg_env.engine import Phase
-from dragons_egg_env.observation import ObsView
+from dragons_egg_env.observation import OBS_PHASES, ObsView, layout
 
 from .base import Agent
 
@@ -272,6 +272,49 @@ def _play(ctx: RuleContext, m: int) -> int:
     if dragons and danger:
         return DRAGON_BASE  # H6: take the lead before an opponent goes out
     return PASS if m & 1 else _low(m)  # H7
+
+
+def _row_ints(bits: np.ndarray) -> list[int]:
+    """The int bitmask of each row of a 0/1 array (bit ``k`` = column ``k``)."""
+    packed = np.packbits(bits, axis=1, bitorder="little")
+    return [int.from_bytes(r.tobytes(), "little") for r in packed]
+
+
+def heuristic_actions(obs: np.ndarray, mask: np.ndarray, max_players: int) -> np.ndarray:
+    """H1..H9 for a batch of observations padded to ``max_players`` seats, and their masks:
+    the actions :meth:`HeuristicAgent.act` takes row by row, with the rule contexts read from
+    the arrays at once instead of decoding each observation (several times faster)."""
+    obs = np.asarray(obs)
+    lay = layout(max_players)
+    m = max_players
+
+    def field(name: str) -> np.ndarray:
+        return obs[:, lay.field(name).slice] > 0.5
+
+    def slot(name: str) -> np.ndarray:  # one-hot index, -1 when none is set
+        x = field(name)
+        return np.where(x.any(axis=1), x.argmax(axis=1), -1)
+
+    hands, piles = _row_ints(field("hand")), _row_ints(field("pile"))
+    masks = _row_ints(np.asarray(mask)[:, :NUM_ACTIONS] != 0)
+    top_number, top_count = slot("top_number") + 1, slot("top_count") + 1
+    phases = np.maximum(slot("phase"), 0)
+    seats = np.arange(m)
+    n = field("seat_present").sum(axis=1)
+    active = ~field("out_place").reshape(len(obs), m, m).any(axis=2)
+    sizes = np.rint(obs[:, lay.field("hand_size").slice] * NUM_CARDS).astype(np.int64)
+    others = active & (seats >= 1) & (seats < n[:, None])
+    low = np.where(others, sizes, NUM_CARDS).min(axis=1)
+    out = np.empty(len(obs), np.int64)
+    for i, mk in enumerate(masks):
+        if not mk & (mk - 1):
+            out[i] = mk.bit_length() - 1
+            continue
+        hand = hands[i]
+        out[i] = heuristic_action(RuleContext(
+            OBS_PHASES[phases[i]], mk, hand, E.thermometer(hand), int(top_number[i]),
+            int(top_count[i]), piles[i], int(low[i])))
+    return out
 
 
 class HeuristicAgent(Agent):

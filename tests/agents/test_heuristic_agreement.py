@@ -19,6 +19,7 @@ from agents.heuristic import (
     context_from_state,
     context_from_view,
     heuristic_action,
+    heuristic_actions,
     mask_to_int,
 )
 from agents.ismcts import (
@@ -85,6 +86,22 @@ def test_agents_and_rollouts_choose_the_same_action_on_random_states():
         assert s.hands == before.hands and s.pile == before.pile  # the policies only read
     assert sum(seen.values()) >= 3000, seen
     assert min(seen[ph] for ph in ("play", "complete", "ask", "give")) >= 50, seen
+
+
+def test_the_batched_heuristic_chooses_as_the_agent_does():
+    """``heuristic_actions`` on stacked observations (each padding) = the agent row by row,
+    in every phase, at every table size and flag set."""
+    heuristic = HeuristicAgent(seed=0)
+    rows: dict[int, tuple[list, list, list]] = {}
+    for env, agent, obs in _decision_points(matches_per_size=2):
+        o, m, want = rows.setdefault(env.max_players, ([], [], []))
+        o.append(obs["observation"])
+        m.append(obs["action_mask"])
+        want.append(_agent_choice(heuristic, env, agent, obs))
+    assert sum(len(w) for _, _, w in rows.values()) > 1000 and len(rows) == len(TABLE_SIZES)
+    for max_players, (o, m, want) in rows.items():
+        got = heuristic_actions(np.stack(o), np.stack(m), max_players)
+        np.testing.assert_array_equal(got, want)
 
 
 def test_contexts_from_the_observation_and_from_the_state_are_equal():
