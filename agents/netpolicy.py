@@ -3,9 +3,11 @@ batched self-play trainer (``experiments.selfplay``).
 
 A checkpoint is one ``.npz`` file: the weights of a multilayer perceptron (``w0``, ``b0``,
 ``w1``, ``b1``, ... for the shared layers, ``pi_w``/``pi_b`` for the action logits and
-``v_w``/``v_b`` for the value), optionally ``pi_counts`` (version 2: a linear term of the own
-hand's number counts added to the action logits, see :func:`count_features`; written by the
-tribute fit, ``experiments.tribute_fit``) and ``meta``, a JSON object with ``format``
+``v_w``/``v_b`` for the value), optionally ``pi_counts`` (a linear term added to the action
+logits, written by the tribute fit, ``experiments.tribute_fit``: in version 2 files a function
+of the own hand's number counts, :func:`count_features`; in version 3 files a function of those
+counts, the count of dragon cards held and the tribute context, :func:`tribute_features`) and
+``meta``, a JSON object with ``format``
 (``"dragons-egg-policy"``), ``version``, ``max_players`` (the observation padding it was
 trained with), ``obs_size``, ``num_actions``, ``hidden`` and ``activation``, and whatever
 provenance the trainer records. Loading needs numpy only (no torch); playing one observation
@@ -28,16 +30,26 @@ import numpy as np
 from dragons_egg_env.actions import NUM_ACTIONS
 from dragons_egg_env.cards import NUM_NUMBERS
 from dragons_egg_env.config import TABLE_SIZES, RulesConfig
-from dragons_egg_env.observation import layout, pad
+from dragons_egg_env.engine import Phase
+from dragons_egg_env.observation import OBS_PHASES, layout, pad
 
 from .base import Agent
 
 POLICY_FORMAT = "dragons-egg-policy"
-POLICY_VERSION = 2
+POLICY_VERSION = 3
 #: Versions this library reads (version 1 files have no ``pi_counts``).
-READ_VERSIONS = (1, 2)
+READ_VERSIONS = (1, 2, 3)
 #: Size of :func:`count_features`: per number 1..10, one-hot how many of its cards are held.
 COUNT_FEATURES = NUM_NUMBERS * 5
+#: Card groups of :func:`tribute_features`: the numbers 1..10, then the dragon cards.
+GROUPS = NUM_NUMBERS + 1
+#: Tribute contexts (:func:`tribute_context`): the first ask, an ask after misses only, an ask
+#: after a hit, and every other phase (the give-back; play never has a tribute action).
+TRIBUTE_CONTEXTS = ("first ask", "ask after misses", "ask after a hit", "give")
+#: Size of :func:`tribute_features`: per context and group, one-hot how many cards are held.
+TRIBUTE_FEATURES = len(TRIBUTE_CONTEXTS) * GROUPS * 5
+#: Rows of ``pi_counts`` in each file version that has it.
+PI_COUNTS_ROWS = {2: COUNT_FEATURES, 3: TRIBUTE_FEATURES}
 ACTIVATIONS = ("tanh", "relu")
 
 
@@ -55,6 +67,39 @@ def count_features(obs: np.ndarray) -> np.ndarray:
     return onehot.reshape(*obs.shape[:-1], COUNT_FEATURES).astype(np.float32)
 
 
+def group_counts(obs: np.ndarray) -> np.ndarray:
+    """``(..., 11)`` int: how many cards of each number 1..10 (0..4) and how many dragon cards
+    (0..4) the own hand holds, from the observation's ``hand`` bits (R1 card order)."""
+    obs = np.asarray(obs)
+    nums = obs[..., :4 * NUM_NUMBERS].reshape(*obs.shape[:-1], NUM_NUMBERS, 4).sum(-1)
+    dragons = obs[..., 4 * NUM_NUMBERS:4 * NUM_NUMBERS + 4].sum(-1, keepdims=True)
+    return np.concatenate([nums, dragons], axis=-1).astype(np.int64)
+
+
+def tribute_context(obs: np.ndarray, max_players: int) -> np.ndarray:
+    """Index into :data:`TRIBUTE_CONTEXTS` of each observation (padded to ``max_players``):
+    in the ask phase (R31) 0 before any ask, 1 after asks that all missed, 2 after a hit (the
+    observation's ``tribute_asked`` and ``tribute_taken`` bits, R32); else 3."""
+    obs = np.asarray(obs)
+    lay = layout(max_players)
+    ph, asked, taken = (lay.field(k) for k in ("phase", "tribute_asked", "tribute_taken"))
+    ask = obs[..., ph.start + OBS_PHASES.index(Phase.ASK)] > 0.5
+    n_asked = obs[..., asked.start:asked.start + asked.size].sum(-1)
+    n_taken = obs[..., taken.start:taken.start + taken.size].sum(-1)
+    ctx = np.where(n_taken > 0, 2, np.where(n_asked > 0, 1, 0))
+    return np.where(ask, ctx, 3).astype(np.int64)
+
+
+def tribute_features(obs: np.ndarray, max_players: int) -> np.ndarray:
+    """``(..., TRIBUTE_FEATURES)`` float32: the one-hot :func:`group_counts` (55 values) in
+    the block of the observation's :func:`tribute_context`, zeros in the other blocks."""
+    obs = np.asarray(obs)
+    onehot = (group_counts(obs)[..., None] == np.arange(5)).reshape(*obs.shape[:-1], -1)
+    blocks = tribute_context(obs, max_players)[..., None] == np.arange(len(TRIBUTE_CONTEXTS))
+    out = blocks[..., :, None] & onehot[..., None, :]
+    return out.reshape(*obs.shape[:-1], TRIBUTE_FEATURES).astype(np.float32)
+
+
 class NetPolicy:
     """The arrays of a policy network and a numpy forward pass (see the module docstring)."""
 
@@ -64,7 +109,9 @@ class NetPolicy:
         self.layers = layers
         self.pi = pi
         self.v = v
-        #: ``(COUNT_FEATURES, NUM_ACTIONS)`` or None: logits += count_features(obs) @ pi_counts.
+        #: ``(COUNT_FEATURES, NUM_ACTIONS)`` (version 2: logits += count_features(obs) @
+        #: pi_counts) or ``(TRIBUTE_FEATURES, NUM_ACTIONS)`` (version 3: tribute_features), or
+        #: None.
         self.pi_counts = pi_counts
         self.meta = meta
         self.max_players = int(meta["max_players"])
@@ -81,8 +128,15 @@ class NetPolicy:
         obs = np.asarray(obs, dtype=np.float32)
         z = self._trunk(obs) @ self.pi[0] + self.pi[1]
         if self.pi_counts is not None:
-            z = z + count_features(obs) @ self.pi_counts
+            z = z + self.count_term(obs)
         return np.where(np.asarray(mask, dtype=bool), z, -np.inf)
+
+    def count_term(self, obs: np.ndarray) -> np.ndarray:
+        """``pi_counts``' part of the logits (its row count tells the file version's
+        features)."""
+        if self.pi_counts.shape[0] == TRIBUTE_FEATURES:
+            return tribute_features(obs, self.max_players) @ self.pi_counts
+        return count_features(obs) @ self.pi_counts
 
     def value(self, obs: np.ndarray) -> np.ndarray:
         """The value estimate of each observation."""
@@ -99,7 +153,8 @@ class NetPolicy:
         arrays["v_w"], arrays["v_b"] = self.v
         if self.pi_counts is not None:
             arrays["pi_counts"] = self.pi_counts
-        version = POLICY_VERSION if self.pi_counts is not None else 1
+        version = 1 if self.pi_counts is None else \
+            next(v for v, rows in PI_COUNTS_ROWS.items() if rows == self.pi_counts.shape[0])
         meta = {**self.meta, "format": POLICY_FORMAT, "version": version}
         arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
         tmp = path.with_name(path.name + ".tmp")
@@ -159,7 +214,7 @@ def _build(p: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> NetP
     if counts is not None:
         if meta.get("version") == 1:
             raise PolicyFileError(f"policy file {p}: version 1 has no 'pi_counts' array")
-        shapes_ok &= counts.shape == (COUNT_FEATURES, NUM_ACTIONS)
+        shapes_ok &= counts.shape == (PI_COUNTS_ROWS[meta["version"]], NUM_ACTIONS)
     if not shapes_ok:
         raise PolicyFileError(f"policy file {p}: weight shapes do not fit observations of "
                               f"{size} values and {NUM_ACTIONS} actions")

@@ -1,5 +1,5 @@
 """The counterfactual tribute fit (``experiments.tribute_fit``) and the policy-file term it
-writes (``pi_counts``, policy files of version 2)."""
+writes (``pi_counts``: policy files of version 3; version 2 files still load)."""
 
 import json
 import random
@@ -11,16 +11,19 @@ from agents import make_agent
 from agents.heuristic import HeuristicAgent
 from agents.netpolicy import (
     COUNT_FEATURES,
+    TRIBUTE_FEATURES,
     NetPolicy,
     PolicyFileError,
     count_features,
     load_policy_file,
+    tribute_context,
+    tribute_features,
 )
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
 from dragons_egg_env.cards import BEAST, DRAGON_MASK
 from dragons_egg_env.config import RulesConfig
-from dragons_egg_env.observation import Encoder, layout
+from dragons_egg_env.observation import OBS_PHASES, Encoder, layout
 from experiments import tribute_fit as T
 
 
@@ -67,6 +70,64 @@ def test_count_features_one_hot_counts_of_each_number():
     assert f.sum() == 10 and count_features(np.stack([obs, obs])).shape == (2, COUNT_FEATURES)
 
 
+def _observe(s, seat):
+    return Encoder(s.config.num_players, 8, s.config.num_rounds).encode(s, seat)
+
+
+def test_tribute_context_follows_the_asks_and_their_hits():
+    """R31/R32: context 0 before the first ask, 1 after a miss, 2 after a hit; 3 in the
+    give-back (R33) and in play. Features: the group counts in the context's block only."""
+    hit_seen = miss_seen = False
+    for seed in range(40):
+        s = tribute_state(seed=seed)
+        dragon, payer = s.current, s.victim
+        assert tribute_context(_observe(s, dragon), 8) == 0
+        asks = [c for c in range(44) if not s.hands[dragon] >> c & 1]
+        held = [c for c in asks if s.hands[payer] >> c & 1]
+        missed = [c for c in asks if not s.hands[payer] >> c & 1]
+        if seed % 2:  # a miss
+            held = []
+        E.step(s, ASK_BASE + (held or missed)[0])
+        if s.phase == E.Phase.ASK:
+            ctx = int(tribute_context(_observe(s, dragon), 8))
+            assert ctx == (2 if held else 1)
+            hit_seen |= bool(held)
+            miss_seen |= not held
+            f = tribute_features(_observe(s, dragon), 8).reshape(4, 11, 5)
+            assert f.sum() == 11 and f[ctx].sum() == 11
+            dragons = sum(s.hands[dragon] >> c & 1 for c in range(40, 44))
+            assert f[ctx, 10, dragons] == 1
+            E.step(s, PASS)
+        if held:
+            assert s.phase == E.Phase.GIVE
+            assert tribute_context(_observe(s, dragon), 8) == 3
+    assert hit_seen and miss_seen
+    play = np.zeros(layout(8).size, np.float32)
+    play[layout(8).field("phase").start + OBS_PHASES.index(E.Phase.PLAY)] = 1
+    assert tribute_context(play, 8) == 3
+
+
+def test_policy_file_version_3_round_trips(tmp_path):
+    base = load_policy_file(small_policy(tmp_path / "p.npz"))
+    counts = np.random.default_rng(1).normal(size=(TRIBUTE_FEATURES, NUM_ACTIONS)).astype(
+        np.float32)
+    p3 = NetPolicy(base.layers, base.pi, base.v, base.meta, counts).save(tmp_path / "v3.npz")
+    again = load_policy_file(p3)
+    assert again.meta["version"] == 3
+    obs = np.random.default_rng(2).integers(0, 2, (5, layout(8).size)).astype(np.float32)
+    mask = np.ones((5, NUM_ACTIONS), bool)
+    np.testing.assert_allclose(again.logits(obs, mask),
+                               base.logits(obs, mask) + tribute_features(obs, 8) @ counts,
+                               rtol=1e-5, atol=1e-5)
+    # a version-2-sized term in a file that claims version 3 is refused
+    with np.load(p3) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["pi_counts"] = arrays["pi_counts"][:COUNT_FEATURES]
+    np.savez(tmp_path / "mixed.npz", **arrays)
+    with pytest.raises(PolicyFileError, match="shapes"):
+        load_policy_file(tmp_path / "mixed.npz")
+
+
 def test_policy_file_version_2_round_trips_and_is_checked(tmp_path):
     base = load_policy_file(small_policy(tmp_path / "p.npz"))
     counts = np.random.default_rng(1).normal(size=(COUNT_FEATURES, NUM_ACTIONS)).astype(
@@ -103,8 +164,9 @@ def test_counterfactual_values_are_the_scalar_engine_played_out(tmp_path):
     mask = np.zeros(NUM_ACTIONS, bool)
     mask[E.legal_actions(s)] = True
     policy = load_policy_file(small_policy(tmp_path / "p.npz"))
-    q = T.counterfactual_values(policy, [s], [dragon], mask[None], "heuristic", 2, seed=0)[0]
+    q = T.counterfactual_values(policy, [s], [dragon], mask[None], "heuristic", seed=0)[0]
     assert np.isnan(q[~mask]).all() and not np.isnan(q[mask]).any()
+    scalar = {}
     for a in np.flatnonzero(mask):
         t = s.clone()
         E.step(t, int(a))
@@ -113,32 +175,68 @@ def test_counterfactual_values_are_the_scalar_engine_played_out(tmp_path):
             m = np.zeros(NUM_ACTIONS, bool)
             m[E.legal_actions(t)] = True
             E.step(t, heur.act(enc.encode(t, t.current), m))
-        assert q[a] == t.results[-1].rewards[dragon]
+        scalar[a] = t.results[-1].rewards[dragon]
+        assert q[a] == scalar[a]
+    assert len(set(scalar.values())) > 1  # the asks differ on this deal
+    # per class: one card of each number (or the dragon cards) played out, its value shared
+    legal = np.flatnonzero(mask)
+    cls = T.action_classes(legal)
+    assert len(np.unique(cls)) < len(legal)
+    for seed in range(3):
+        qc = T.counterfactual_values(policy, [s], [dragon], mask[None], "heuristic", seed=seed,
+                                     per_class=True)[0]
+        assert np.isnan(qc[~mask]).all()
+        for c in np.unique(cls):
+            members = legal[cls == c]
+            assert len(set(qc[members])) == 1
+            assert any(qc[a] == scalar[a] for a in members)
 
 
 def test_the_fit_finds_a_planted_preference_and_leaves_play_alone(tmp_path):
-    """Values that reward asking for a dragon card and giving back the highest card: the
-    fitted policy asks for dragon cards and gives the highest card; play logits unchanged."""
+    """Values that reward asking for a dragon card first, asking for a number held once after
+    a hit (R32), and giving back the highest card: the fitted policy makes those choices in
+    those contexts; play logits unchanged."""
     policy = load_policy_file(small_policy(tmp_path / "p.npz"))
     rng = np.random.default_rng(0)
-    N = 400
-    obs = rng.integers(0, 2, (N, layout(8).size)).astype(np.float32)
+    lay = layout(8)
+    N = 600
+    obs = rng.integers(0, 2, (N, lay.size)).astype(np.float32)
+    for name in ("phase", "tribute_asked", "tribute_taken"):
+        f = lay.field(name)
+        obs[:, f.start:f.start + f.size] = 0
+    phase, asked, taken = (lay.field(k).start for k in ("phase", "tribute_asked",
+                                                         "tribute_taken"))
+    ask = np.arange(N) < 2 * N // 3
+    after_hit = np.arange(N) >= N // 3
+    obs[ask, phase + OBS_PHASES.index(E.Phase.ASK)] = 1
+    obs[~ask, phase + OBS_PHASES.index(E.Phase.GIVE)] = 1
+    obs[after_hit, asked + BEAST] = obs[after_hit, taken + BEAST] = 1
+    obs[after_hit, BEAST] = 1  # the hit is in the hand
     mask = np.zeros((N, NUM_ACTIONS), bool)
-    ask = np.arange(N) < N // 2
     hand = obs[:, :45] > 0
     mask[ask, PASS] = True
     mask[ask, ASK_BASE:GIVE_BASE] = ~hand[ask, :44]
     mask[~ask, GIVE_BASE:] = hand[~ask]
     q = np.where(mask, rng.normal(0, 0.05, mask.shape), np.nan)
     dragons = [ASK_BASE + c for c in range(44) if DRAGON_MASK >> c & 1]
-    q[:, dragons] += 1.0
+    first = ask & ~after_hit
+    second = ask & after_hit
+    q[np.ix_(first, dragons)] += 1.0
+    counts = hand[:, :40].reshape(N, 10, 4).sum(axis=2)
+    single = np.repeat(counts == 1, 4, axis=1)  # asks of the numbers held once
+    q[second, ASK_BASE:ASK_BASE + 40] += np.where(single[second], 1.0, 0.0)
     q[:, GIVE_BASE + 36:GIVE_BASE + 40] += 1.0  # the 10s
-    theta = T.solve(obs, mask, q, policy.logits(obs, mask), scale=10.0, ridge=0.1)
+    theta = T.solve(obs, mask, q, policy.logits(obs, mask), scale=10.0, ridge=0.1,
+                    max_players=8)
     new = T.fitted_policy(policy, theta, policy.meta)
     z = new.logits(obs, mask)
     choice = np.argmax(z, axis=1)
-    can_dragon = mask[:, dragons].any(axis=1) & ask
-    assert np.isin(choice[can_dragon], dragons).all()
+    can_dragon = mask[:, dragons].any(axis=1) & first
+    assert can_dragon.sum() > 100 and np.isin(choice[can_dragon], dragons).all()
+    can_single = (mask[:, ASK_BASE:ASK_BASE + 40] & single).any(axis=1) & second
+    picked = choice[can_single] - ASK_BASE
+    assert can_single.sum() > 100
+    assert ((picked < 40) & single[can_single, np.clip(picked, 0, 39)]).all()
     has_ten = hand[:, 36:40].any(axis=1) & ~ask
     assert ((choice[has_ten] >= GIVE_BASE + 36) & (choice[has_ten] < GIVE_BASE + 40)).all()
     full = np.ones_like(mask)
@@ -161,7 +259,12 @@ def test_a_run_writes_a_playable_policy_reproducibly_within_its_budget(tmp_path)
     info = prov["tribute_fit"]
     assert prov["seconds"] == pytest.approx(100.0 + info["seconds"], abs=0.1)
     assert info["states"] == 6 and info["held_out_states"] == 3
-    assert (tmp_path / "a" / "report.md").read_text().startswith("# Tribute fit")
+    report = (tmp_path / "a" / "report.md").read_text()
+    assert report.startswith("# Tribute fit")
+    by_size = info["held_out"]["by_size"]
+    assert len(by_size) == 1 and set(by_size) <= {"3", "4"}  # the one held-out batch's size
+    assert sum(r[3] for r in next(iter(by_size.values())).values()) == 3
+    assert "by table size" in report
     # refitting from the saved states gives the same policy
     assert T.main(args + ["--out", str(tmp_path / "c"), "--seed", "5", "--data",
                           str(tmp_path / "a" / "data.npz")]) == 0
@@ -186,7 +289,7 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys):
     fitted = tmp_path / "f.npz"
     pol = load_policy_file(base)
     NetPolicy(pol.layers, pol.pi, pol.v, pol.meta,
-              np.zeros((COUNT_FEATURES, NUM_ACTIONS), np.float32)).save(fitted)
+              np.zeros((TRIBUTE_FEATURES, NUM_ACTIONS), np.float32)).save(fitted)
     with pytest.raises(ValueError, match="already tribute-fitted"):
         T.fit(T.TributeFitConfig(policy=str(fitted), out=str(tmp_path / "o")))
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
@@ -201,3 +304,13 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys):
     with pytest.raises(SystemExit):
         T.main(["--config", str(cfg)])
     assert "unknown setting(s) scael" in capsys.readouterr().err
+
+
+def test_action_classes_join_suits_and_dragon_cards_only():
+    asks = [PASS, ASK_BASE + 8, ASK_BASE + 11, ASK_BASE + 12, ASK_BASE + 40, ASK_BASE + 43]
+    c = T.action_classes(np.array(asks))
+    assert c[1] == c[2] and c[4] == c[5]  # 3E, 3L; Beast, Executioner
+    assert len({c[0], c[1], c[3], c[4]}) == 4  # pass, the 3s, a 4, the dragon cards
+    gives = np.array([GIVE_BASE + 8, GIVE_BASE + 9, GIVE_BASE + 44, GIVE_BASE + 41])
+    g = T.action_classes(gives)
+    assert g[0] == g[1] and len({g[0], g[2], g[3]}) == 3  # the Egg is a class of its own
