@@ -8,9 +8,11 @@ tells it ``start_match`` at every new match and ``end_round`` at every round end
 ``agent.act`` row by row.
 
 It is slow by design: Python per match and per move, exactly as fast as the agent itself (a
-batched torch policy called once per engine step is the fast path). Agent objects are reused
-across the matches of a slot (``start_match`` resets them), made on first use with a seed
-derived from ``seed``, the match slot and the seat, so a seeded env plays the same games.
+batched torch policy called once per engine step is the fast path). A memoryless agent with
+its own :meth:`agents.base.Agent.act_batch` (the heuristic) plays all its rows in one call.
+Agent objects are reused across the matches of a slot (``start_match`` resets them), made on
+first use with a seed derived from ``seed``, the match slot and the seat, so a seeded env
+plays the same games.
 """
 
 from __future__ import annotations
@@ -24,6 +26,13 @@ from dragons_egg_env.config import RulesConfig
 
 from . import AgentSpec
 from .base import Agent
+
+
+def _batches(agent: Any) -> bool:
+    """The agent is memoryless and has its own :meth:`Agent.act_batch` (which promises the
+    actions of :meth:`Agent.act`), so the rows of every match and seat can go in one call."""
+    return bool(getattr(agent, "memoryless", False)) and isinstance(agent, Agent) \
+        and type(agent).act_batch is not Agent.act_batch
 
 
 class AgentPolicy:
@@ -71,11 +80,16 @@ class AgentPolicy:
     def act_rows(self, obs: np.ndarray, mask: np.ndarray, matches: np.ndarray,
                  seats: np.ndarray) -> np.ndarray:
         out = np.empty(len(matches), np.int64)
-        for i, (b, s) in enumerate(zip(matches.tolist(), seats.tolist(), strict=True)):
+        agents = []
+        for b, s in zip(matches.tolist(), seats.tolist(), strict=True):
             if s not in self._seats.get(b, ()):
                 raise RuntimeError(f"match {b}: AgentPolicy({self.label}) was not started at "
                                    f"seat {s} (start_matches first)")
-            out[i] = int(self._agents[(b, s)].act(obs[i], mask[i]))
+            agents.append(self._agents[(b, s)])
+        if agents and _batches(agents[0]):
+            return agents[0].act_batch(obs, mask)  # the same actions, all rows at once
+        for i, agent in enumerate(agents):
+            out[i] = int(agent.act(obs[i], mask[i]))
         return out
 
     def end_rounds(self, matches: np.ndarray, results: list[dict[str, Any]]) -> None:

@@ -640,15 +640,8 @@ class Run:
         return fns + self._agent_fns
 
     def _league_agent_fns(self) -> list[Any]:
-        fns = []
-        for k, spec in enumerate(self.cfg.league_agents):
-            agent = league_agent(spec, self.cfg.seed * 1000 + k, self.cfg)
-
-            def fn(obs, mask, act=agent.act):
-                return np.fromiter((act(o, m) for o, m in zip(obs, mask, strict=True)),
-                                   np.int64, len(obs))
-            fns.append(fn)
-        return fns
+        return [league_agent(spec, self.cfg.seed * 1000 + k, self.cfg).act_batch
+                for k, spec in enumerate(self.cfg.league_agents)]
 
     def _add_snapshot(self) -> None:
         path = self.dir / "policies" / f"snapshot_{self.samples}.npz"

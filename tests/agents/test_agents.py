@@ -186,6 +186,28 @@ def test_same_seed_same_agent_choices():
     assert runs[0] == runs[1]
 
 
+def test_act_batch_is_for_memoryless_agents_and_matches_act():
+    """The default ``act_batch`` is ``act`` row by row (a seeded random agent draws the same
+    choices); an agent with memory refuses it."""
+    env_obs, masks = [], []
+    env = dragons_egg_v0.raw_env(num_players=3)
+    env.reset(seed=4)
+    for agent in env.agent_iter(max_iter=40):
+        obs, _, term, trunc, _ = env.last()
+        if term or trunc:
+            break
+        env_obs.append(obs["observation"])
+        masks.append(obs["action_mask"])
+        env.step(int(np.flatnonzero(obs["action_mask"])[0]))
+    one, two = make_agent("random", seed=5), make_agent("random", seed=5)
+    for a in (one, two):
+        a.start_match(0, env.config)
+    rows = [two.act(o, m) for o, m in zip(env_obs, masks, strict=True)]
+    np.testing.assert_array_equal(one.act_batch(np.stack(env_obs), np.stack(masks)), rows)
+    with pytest.raises(TypeError, match="memoryless"):
+        make_agent("ismcts:iterations=5", seed=0).act_batch(np.stack(env_obs), np.stack(masks))
+
+
 def _deal(seat0: str, seat1: str) -> list[list[str]]:
     from dragons_egg_env.cards import codes
     used = mask_of((seat0 + " " + seat1).split())

@@ -102,6 +102,8 @@ def test_the_batched_heuristic_chooses_as_the_agent_does():
     for max_players, (o, m, want) in rows.items():
         got = heuristic_actions(np.stack(o), np.stack(m), max_players)
         np.testing.assert_array_equal(got, want)
+        heuristic.start_match(0, RulesConfig(num_players=max_players), max_players)
+        np.testing.assert_array_equal(heuristic.act_batch(np.stack(o), np.stack(m)), want)
 
 
 def test_contexts_from_the_observation_and_from_the_state_are_equal():

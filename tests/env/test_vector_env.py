@@ -11,7 +11,9 @@ pytest.importorskip("numba")
 
 from gymnasium.vector import AutoresetMode
 
+from agents.base import Agent
 from agents.batched import AgentPolicy
+from agents.heuristic import HeuristicAgent
 from dragons_egg_env.engine import IllegalActionError
 from dragons_egg_env.replay import replay
 from dragons_egg_env.vector_env import MatchAwarePolicy, SingleAgentVectorEnv
@@ -224,6 +226,30 @@ def test_agent_policy_heuristic_plays_legal_moves():
     assert all(agent.seat == s for (_, s), agent in pol._agents.items())
     with pytest.raises(TypeError, match="act_rows"):
         pol(np.zeros((1, 10), np.float32), np.ones((1, 134), bool))
+
+
+def test_agent_policy_batches_the_heuristic_and_plays_the_same_games():
+    """The heuristic's rows go to one ``act_batch`` call per step; the games are the ones the
+    same agent plays row by row (``act``)."""
+    calls = Counter()
+
+    class Counted(HeuristicAgent):
+        def act_batch(self, observations, action_masks):
+            calls["batch"] += 1
+            return super().act_batch(observations, action_masks)
+
+    class RowByRow(HeuristicAgent):
+        act_batch = Agent.act_batch  # not its own: AgentPolicy calls act row by row
+
+    def trace(cls):
+        env = SingleAgentVectorEnv(6, [AgentPolicy(cls, seed=1)], num_players=4, num_rounds=2,
+                                   max_players=8, seed=0)
+        env.reset(seed=3)
+        return [x for o, r, t, _, _ in run(env, 150, seed=2) for x in (o, r, t)]
+
+    batched, rows = trace(Counted), trace(RowByRow)
+    assert calls["batch"] >= 150
+    assert all(np.array_equal(x, y) for x, y in zip(batched, rows, strict=True))
 
 
 def test_agent_policy_passes_round_results():
