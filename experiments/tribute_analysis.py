@@ -22,7 +22,8 @@ policy's paired difference to ``heuristic``. Heatmaps show which cards the learn
 for and gives back.
 
 ``python -m experiments.tribute_analysis [--play ppo] [--tribute ppo] [--deals 300]
-[--out runs/tribute]``
+[--workers 2] [--out runs/tribute]`` (the deal sequences are split among ``--workers``
+processes; each has its own seeds, so the results do not depend on it).
 """
 
 from __future__ import annotations
@@ -103,23 +104,15 @@ class TributeMix(Agent):
         return a
 
 
-def run(play_spec: str, deals: int, num_players: int, seed: int, tribute_asks: int = 2,
-        tribute_spec: str | None = None) -> dict[str, Any]:
-    """Play every deal sequence under every tribute policy; per-deal Dragon round-2 rewards.
-    ``tribute_spec`` is the ``learned`` tribute policy (default: the play policy)."""
-    tribute_spec = play_spec if tribute_spec is None else tribute_spec
+def _deal_range(task: tuple[str, str, int, int, int, int, int]) -> dict[str, Any]:
+    """Deal sequences ``lo..hi-1`` under every tribute policy (a worker's unit of work)."""
+    play_spec, tribute_spec, num_players, seed, tribute_asks, lo, hi = task
     config = RulesConfig(num_players=num_players, num_rounds=2, tribute_asks=tribute_asks)
-    rewards = {t: np.zeros(deals) for t in TRIBUTE_POLICIES}
+    rewards = {t: np.zeros(hi - lo) for t in TRIBUTE_POLICIES}
     asked = np.zeros(NUM_CARDS, dtype=int)
     given = np.zeros(NUM_CARDS, dtype=int)
     dragons = []
-    try:
-        from tqdm import tqdm
-        bar = tqdm(total=deals * len(TRIBUTE_POLICIES), desc="tribute", unit="match",
-                   file=sys.stderr)
-    except ImportError:  # pragma: no cover
-        bar = None
-    for d in range(deals):
+    for i, d in enumerate(range(lo, hi)):
         hands = deal_sequence(config, _derive(seed, d))
         deal_codes = [[codes(h) for h in r] for r in hands]
         seen = set()
@@ -131,22 +124,60 @@ def run(play_spec: str, deals: int, num_players: int, seed: int, tribute_asks: i
             rec = play_match(agents, config, seed=_derive(seed, d), deals=deal_codes)
             dragon = rec.rounds[0]["order"][0]
             seen.add(dragon)
-            rewards[t][d] = rec.rounds[1]["rewards"][dragon]  # R27, as the engine scored it
+            rewards[t][i] = rec.rounds[1]["rewards"][dragon]  # R27, as the engine scored it
             if t == "learned":
                 for c in agents[dragon].asked:
                     asked[c] += 1
                 for c in agents[dragon].given:
                     given[c] += 1
-            if bar:
-                bar.update()
         if len(seen) != 1:
             raise RuntimeError(f"deal {d}: round 1 differed between tribute policies "
                                f"(Dragons {sorted(seen)}); the play policy must be "
                                "deterministic")
         dragons.append(seen.pop())
+    return {"rewards": rewards, "asked": asked, "given": given, "dragons": dragons}
+
+
+#: Deal sequences per unit of work when the analysis runs on several processes.
+DEALS_PER_TASK = 25
+
+
+def run(play_spec: str, deals: int, num_players: int, seed: int, tribute_asks: int = 2,
+        tribute_spec: str | None = None, workers: int = 1) -> dict[str, Any]:
+    """Play every deal sequence under every tribute policy; per-deal Dragon round-2 rewards.
+    ``tribute_spec`` is the ``learned`` tribute policy (default: the play policy). Every deal
+    sequence has its own seeds, so the result does not depend on ``workers`` (processes)."""
+    tribute_spec = play_spec if tribute_spec is None else tribute_spec
+    config = RulesConfig(num_players=num_players, num_rounds=2, tribute_asks=tribute_asks)
+    step = DEALS_PER_TASK if workers > 1 else max(deals, 1)
+    tasks = [(play_spec, tribute_spec, num_players, seed, tribute_asks, lo,
+              min(lo + step, deals)) for lo in range(0, deals, step)]
+    try:
+        from tqdm import tqdm
+        bar = tqdm(total=deals, desc="tribute", unit="deal", file=sys.stderr)
+    except ImportError:  # pragma: no cover
+        bar = None
+    parts = []
+    if workers > 1:
+        import multiprocessing as mp
+
+        with mp.get_context("spawn").Pool(workers) as pool:
+            for part in pool.imap(_deal_range, tasks):  # in task order
+                parts.append(part)
+                if bar:
+                    bar.update(len(part["dragons"]))
+    else:
+        for task in tasks:
+            parts.append(_deal_range(task))
+            if bar:
+                bar.update(len(parts[-1]["dragons"]))
     if bar:
         bar.close()
-    return {"rewards": rewards, "asked": asked, "given": given, "dragons": dragons,
+    return {"rewards": {t: np.concatenate([p["rewards"][t] for p in parts]) if parts else
+                        np.zeros(0) for t in TRIBUTE_POLICIES},
+            "asked": sum((p["asked"] for p in parts), np.zeros(NUM_CARDS, dtype=int)),
+            "given": sum((p["given"] for p in parts), np.zeros(NUM_CARDS, dtype=int)),
+            "dragons": [d for p in parts for d in p["dragons"]],
             "config": config, "play": play_spec, "tribute": tribute_spec, "seed": seed}
 
 
@@ -231,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--deals", type=int_range(1), default=300)
     p.add_argument("--players", type=int_range(2, 8), default=4)
     p.add_argument("--seed", type=int_range(0), default=0)
+    p.add_argument("--workers", type=int_range(1), default=1,
+                   help="processes; the results do not depend on it (default 1)")
     p.add_argument("--out", default="runs/tribute")
     args = p.parse_args(argv)
     for opt, spec in (("--play", args.play), ("--tribute", args.tribute)):
@@ -240,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
             make_agent(spec, seed=0)
         except (AgentSpecError, ValueError) as exc:
             p.error(f"{opt}: {exc}")
-    res = run(args.play, args.deals, args.players, args.seed, tribute_spec=args.tribute)
+    res = run(args.play, args.deals, args.players, args.seed, tribute_spec=args.tribute,
+              workers=args.workers)
     summ = summarize(res)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

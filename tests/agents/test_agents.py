@@ -192,7 +192,7 @@ def test_act_batch_is_for_memoryless_agents_and_matches_act():
     env_obs, masks = [], []
     env = dragons_egg_v0.raw_env(num_players=3)
     env.reset(seed=4)
-    for agent in env.agent_iter(max_iter=40):
+    for _agent in env.agent_iter(max_iter=40):
         obs, _, term, trunc, _ = env.last()
         if term or trunc:
             break

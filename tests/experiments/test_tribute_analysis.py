@@ -22,6 +22,22 @@ def test_a_tribute_spec_equal_to_the_heuristic_gives_the_heuristic_results():
     assert res["asked"].sum() > 0  # the Dragon asked for cards in every sequence
 
 
+def test_results_do_not_depend_on_the_number_of_processes():
+    """Deal sequences split among 2 processes (tasks of DEALS_PER_TASK) give the results of
+    one process, deal for deal and card for card."""
+    deals = ta.DEALS_PER_TASK + 3
+    one = ta.run("heuristic", deals=deals, num_players=3, seed=5, tribute_spec="greedy")
+    two = ta.run("heuristic", deals=deals, num_players=3, seed=5, tribute_spec="greedy",
+                 workers=2)
+    for t in ta.TRIBUTE_POLICIES:
+        assert len(two["rewards"][t]) == deals
+        np.testing.assert_array_equal(one["rewards"][t], two["rewards"][t])
+    assert one["dragons"] == two["dragons"]
+    np.testing.assert_array_equal(one["asked"], two["asked"])
+    np.testing.assert_array_equal(one["given"], two["given"])
+    assert not np.array_equal(one["rewards"]["learned"], one["rewards"]["none"])
+
+
 def test_the_learned_tribute_comes_from_the_tribute_agent_only_in_ask_and_give():
     class Recorder(Agent):
         name = "recorder"
