@@ -667,7 +667,7 @@ class Run:
                 if cfg.max_seconds:
                     post["train_s"] = f"{self.seconds:,.0f}/{cfg.max_seconds:,.0f}"
                 bar.set_postfix(post)
-            self._periodic()
+            self.periodic()
         if bar is not None:
             bar.close()
         return self.finish()
@@ -714,7 +714,9 @@ class Run:
                 self.writer.add_scalar(f"train/{k}", v, self.samples)
         return stats
 
-    def _periodic(self) -> None:
+    def periodic(self) -> None:
+        """Take the league snapshot, evaluation and checkpoint that are due by the samples
+        so far (each every its own number of samples; 0: never)."""
         cfg = self.cfg
         m = self.marks
         if cfg.snapshot_every and self.samples - m["snapshot"] >= cfg.snapshot_every:

@@ -80,7 +80,7 @@ def train_selfplay(name: str, budget: Budget, out: Path) -> tuple[str, dict[str,
     budget.start()
     while budget.left():
         run.iteration()
-        run._periodic()  # league snapshots, where the variant has them
+        run.periodic()  # league snapshots, where the variant has them
     fig = {"samples": run.samples - start, **budget.used()}
     path = export_policy(run.learner.model, cfg, out / f"{name}.npz",
                          {"trainer": "experiments.selfplay_compare", "variant": name})
