@@ -7,11 +7,10 @@ A checkpoint is one ``.npz`` file: the weights of a multilayer perceptron (``w0`
 logits, written by the tribute fit, ``experiments.tribute_fit``: in version 2 files a function
 of the own hand's number counts, :func:`count_features`; in version 3 files a function of those
 counts, the count of dragon cards held and the tribute context, :func:`tribute_features`) and
-``meta``, a JSON object with ``format``
-(``"dragons-egg-policy"``), ``version``, ``max_players`` (the observation padding it was
-trained with), ``obs_size``, ``num_actions``, ``hidden`` and ``activation``, and whatever
-provenance the trainer records. Loading needs numpy only (no torch); playing one observation
-costs a few tens of microseconds.
+``meta``, a JSON object with ``format`` (``"dragons-egg-policy"``), ``version``,
+``max_players`` (the observation padding it was trained with), ``obs_size``, ``num_actions``,
+``hidden`` and ``activation``, and whatever provenance the trainer records. Loading needs
+numpy only (no torch); playing one observation costs a few tens of microseconds.
 
 :class:`NetAgent` plays such a file at any table size up to its ``max_players`` (observations
 of smaller tables are padded with :func:`dragons_egg_env.observation.pad`), taking the most
@@ -36,6 +35,7 @@ from dragons_egg_env.observation import OBS_PHASES, layout, pad
 from .base import Agent
 
 POLICY_FORMAT = "dragons-egg-policy"
+#: The newest version written (a file without ``pi_counts`` is written as version 1).
 POLICY_VERSION = 3
 #: Versions this library reads (version 1 files have no ``pi_counts``).
 READ_VERSIONS = (1, 2, 3)
@@ -153,8 +153,14 @@ class NetPolicy:
         arrays["v_w"], arrays["v_b"] = self.v
         if self.pi_counts is not None:
             arrays["pi_counts"] = self.pi_counts
-        version = 1 if self.pi_counts is None else \
-            next(v for v, rows in PI_COUNTS_ROWS.items() if rows == self.pi_counts.shape[0])
+        version = 1
+        if self.pi_counts is not None:
+            by_rows = {rows: v for v, rows in PI_COUNTS_ROWS.items()}
+            if self.pi_counts.ndim != 2 or self.pi_counts.shape[0] not in by_rows:
+                raise ValueError(f"pi_counts has shape {self.pi_counts.shape}; a policy file "
+                                 f"holds ({COUNT_FEATURES}, actions) (version 2) or "
+                                 f"({TRIBUTE_FEATURES}, actions) (version 3)")
+            version = by_rows[self.pi_counts.shape[0]]
         meta = {**self.meta, "format": POLICY_FORMAT, "version": version}
         arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
         tmp = path.with_name(path.name + ".tmp")

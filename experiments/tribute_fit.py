@@ -98,7 +98,7 @@ class TributeFitConfig:
     explore: float = 0.5
     #: Play out one card of each class (a number, the dragon cards; suits cannot change the
     #: game, R7) and give its value to the class, instead of every legal card: unbiased over
-    #: deals and about 2.5 times the states per second (:func:`action_classes`).
+    #: deals, for about a third of the play-outs of an ask state (:func:`action_classes`).
     per_class: bool = True
     #: Logit units per unit of round reward.
     scale: float = 10.0

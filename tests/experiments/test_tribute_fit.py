@@ -126,6 +126,9 @@ def test_policy_file_version_3_round_trips(tmp_path):
     np.savez(tmp_path / "mixed.npz", **arrays)
     with pytest.raises(PolicyFileError, match="shapes"):
         load_policy_file(tmp_path / "mixed.npz")
+    # a term of neither size is refused when it is saved, by name
+    with pytest.raises(ValueError, match="pi_counts has shape"):
+        NetPolicy(base.layers, base.pi, base.v, base.meta, counts[:30]).save(tmp_path / "x.npz")
 
 
 def test_policy_file_version_2_round_trips_and_is_checked(tmp_path):
