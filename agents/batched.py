@@ -79,7 +79,6 @@ class AgentPolicy:
 
     def act_rows(self, obs: np.ndarray, mask: np.ndarray, matches: np.ndarray,
                  seats: np.ndarray) -> np.ndarray:
-        out = np.empty(len(matches), np.int64)
         agents = []
         for b, s in zip(matches.tolist(), seats.tolist(), strict=True):
             if s not in self._seats.get(b, ()):
@@ -88,6 +87,7 @@ class AgentPolicy:
             agents.append(self._agents[(b, s)])
         if agents and _batches(agents[0]):
             return agents[0].act_batch(obs, mask)  # the same actions, all rows at once
+        out = np.empty(len(matches), np.int64)
         for i, agent in enumerate(agents):
             out[i] = int(agent.act(obs[i], mask[i]))
         return out

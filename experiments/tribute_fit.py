@@ -11,33 +11,37 @@ measures it instead, on duplicate deals:
    The Dragon's choices while states are gathered are the heuristic's (H8/H9) or, with
    probability ``explore``, a uniform legal one, so asks after a hit, after a miss and after
    any first ask are all seen.
-2. **Counterfactual values.** Each kept state is copied once per legal action; every copy plays
-   its action and then the rest of the round, all copies in one batch: the Dragon's later
-   tribute choices by the heuristic, all play by one *play policy* (``self``: the policy being
-   fitted, greedy; ``heuristic``: the rule agent; a share ``heuristic_share`` of the states
-   each). Play is deterministic, so ``Q(s, a)``, the Dragon's round reward (R27) after ``a``,
-   is exact for that deal; its mean over deals is the value of ``a`` in what the Dragon knows.
-3. **Fit.** The policy's shared layers stay as they are, and so do the rows of its action
-   layer that belong to play (``PASS`` included: it is shared with play). Each tribute
-   column's logit becomes a small linear model (:func:`features`): a bias per column, a
-   weight per phase, number and count of that number in the own hand (one-hot, so "ask for
-   the number I hold once" and "give back a card I hold alone" can be told apart; written
-   into the policy file as ``pi_counts``, :func:`agents.netpolicy.count_features`), and a
-   weight per phase on the old logit. It is fitted by ridge regression to
-   ``scale * (Q(s, a) - Q(s, pass))`` in the ask phase (the model being the logit minus the
-   pass logit) and to ``scale * (Q(s, a) - mean Q(s, .))`` in the give phase, over every
-   legal action of every state. Play logits do not change at all: the new policy plays
-   exactly as the old one. Greedy in ``Q`` of the heuristic's continuation is one step of
-   policy improvement over the heuristic's tribute (Bertsekas' rollout), as far as the
-   model can represent it. (A ridge fit of every tribute column on the last hidden layer,
-   256 weights each, was tried first: it fitted the training states and did no better than
-   the old policy on held-out ones.)
+2. **Counterfactual values.** Each kept state is copied once per legal action (with
+   ``per_class``, the default: once per class of :func:`action_classes`, one card of each
+   number, one dragon card and the pass, whose value counts for its whole class, as suits
+   cannot change the game, R7); every copy plays its action and then the rest of the round,
+   all copies in one batch: the Dragon's later tribute choices by the heuristic, all play by
+   one *play policy* (``self``: the policy being fitted, greedy; ``heuristic``: the rule
+   agent; a share ``heuristic_share`` of the states each). Play is deterministic, so
+   ``Q(s, a)``, the Dragon's round reward (R27) after ``a``, is exact for that deal; its mean
+   over deals is the value of ``a`` in what the Dragon knows.
+3. **Fit.** The policy's shared layers stay as they are, and so do the rows of its action layer
+   that belong to play (``PASS`` included: it is shared with play). Each tribute column's logit
+   becomes a small linear model (:func:`features`): a bias per column, a weight per tribute
+   context (first ask, ask after misses, ask after a hit, give-back), card group (a number, or
+   the dragon cards) and count of that group in the own hand (one-hot, so "ask for the number I
+   hold once after a hit" and "give back a card I hold alone" can be told apart; written into
+   the policy file, version 3, as ``pi_counts``, :func:`agents.netpolicy.tribute_features`), and
+   a weight per phase on the old logit. It is fitted by ridge regression to ``scale * (Q(s, a) -
+   Q(s, pass))`` in the ask phase (the model being the logit minus the pass logit) and to
+   ``scale * (Q(s, a) - mean Q(s, .))`` in the give phase, over every legal action of every
+   state. Play logits do not change at all: the new policy plays exactly as the old one. Greedy
+   in ``Q`` of the heuristic's continuation is one step of policy improvement over the
+   heuristic's tribute (Bertsekas' rollout), as far as the model can represent it. (A ridge fit
+   of every tribute column on the last hidden layer, 256 weights each, was tried first: it
+   fitted the training states and did no better than the old policy on held-out ones.)
 
 A share ``holdout`` of the states is kept out of the fit and scores it: the mean ``Q`` of the
 fitted policy's choice, of the heuristic's, of the old policy's, of the best choice (an oracle
-that sees the deal) and of a uniform one, per phase and play policy (``summary.json``,
-``report.md``). The run stops before its time budget (``max_seconds`` counts the base policy's
-training seconds too, read from its provenance) or after ``chunks`` batches of states; with a
+that sees the deal) and of a uniform one, per phase and play policy, and per table size
+(``summary.json``, ``report.md``). The run stops before its time budget (``max_seconds``
+counts the base policy's training seconds too, read from its provenance, and the time the fit
+will take is kept back, :func:`fit_reserve`) or after ``chunks`` batches of states; with a
 number of chunks (and the same workers) it is reproducible bit for bit.
 
 ``python -m experiments.tribute_fit --policy runs/ppo-shipped/final.npz --out runs/tribute-fit
@@ -59,7 +63,6 @@ import numpy as np
 from agents.netpolicy import (
     GROUPS,
     TRIBUTE_FEATURES,
-    count_features,
     group_counts,
     tribute_context,
 )
@@ -67,6 +70,7 @@ from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
 from dragons_egg_env.cards import EGG, NUM_NUMBERS
 from dragons_egg_env.config import TABLE_SIZES, RulesConfig
 from experiments.cli_args import config_cli
+from experiments.selfplay import tribute_rows
 
 PLAY_POLICIES = ("self", "heuristic")
 PHASES = ("ask", "give")
@@ -145,11 +149,6 @@ def _heuristic(max_players: int):
     return functools.partial(heuristic_actions, max_players=max_players)
 
 
-def _tribute_rows(mask: np.ndarray) -> np.ndarray:
-    """Rows whose seat decides in the tribute (an ask or a give is legal)."""
-    return mask[:, ASK_BASE:].any(axis=1)
-
-
 def gather_states(policy, n: int, play: str, count: int, explore: float, num_rounds: int,
                   rng: np.random.Generator):
     """``count`` tribute decision states of ``n``-seat matches played by ``play``: the
@@ -165,7 +164,7 @@ def gather_states(policy, n: int, play: str, count: int, explore: float, num_rou
     states, seats, obs, masks = [], [], [], []
     while len(states) < count:
         acts = np.empty(eng.num_envs, np.int64)
-        trib = _tribute_rows(st.mask)
+        trib = tribute_rows(st.mask)
         for b in np.flatnonzero(trib):
             if len(states) < count and st.mask[b].sum() > 1:
                 states.append(eng.to_state(int(b)))
@@ -241,7 +240,7 @@ def counterfactual_values(policy, states, seats, masks: np.ndarray, play: str, s
                 q[owner_a[row], members] = q[owner_a[row], cand_a[row]]
             return q
         acts = np.argmax(st.mask, axis=1)  # finished copies: any legal action, unread
-        trib = active & _tribute_rows(st.mask)
+        trib = active & tribute_rows(st.mask)
         if trib.any():
             acts[trib] = heur(st.obs[trib], st.mask[trib])
         rest = active & ~trib
@@ -622,7 +621,7 @@ def card_values(chunks: list[dict[str, Any]]) -> dict[str, Any]:
         clean = [None if not np.isfinite(v) else float(v) for v in mu]
         return clean, [None if not np.isfinite(v) else float(2 * v) for v in se], n.tolist()
 
-    held = count_features(d["obs"][ask]).reshape(-1, NUM_NUMBERS, 5).argmax(axis=2)
+    held = group_counts(d["obs"][ask])
     by_count = []
     for k in range(NUM_NUMBERS):
         row = []

@@ -107,15 +107,20 @@ def test_tribute_context_follows_the_asks_and_their_hits():
     assert tribute_context(play, 8) == 3
 
 
-def test_policy_file_version_3_round_trips(tmp_path):
+def _with_counts(tmp_path, rows: int, name: str):
+    """A small policy, the same with a random ``pi_counts`` of ``rows`` rows saved as
+    ``name``, and observations and all-legal masks to compare their logits on."""
     base = load_policy_file(small_policy(tmp_path / "p.npz"))
-    counts = np.random.default_rng(1).normal(size=(TRIBUTE_FEATURES, NUM_ACTIONS)).astype(
-        np.float32)
-    p3 = NetPolicy(base.layers, base.pi, base.v, base.meta, counts).save(tmp_path / "v3.npz")
+    counts = np.random.default_rng(1).normal(size=(rows, NUM_ACTIONS)).astype(np.float32)
+    path = NetPolicy(base.layers, base.pi, base.v, base.meta, counts).save(tmp_path / name)
+    obs = np.random.default_rng(2).integers(0, 2, (5, layout(8).size)).astype(np.float32)
+    return base, counts, path, obs, np.ones((5, NUM_ACTIONS), bool)
+
+
+def test_policy_file_version_3_round_trips(tmp_path):
+    base, counts, p3, obs, mask = _with_counts(tmp_path, TRIBUTE_FEATURES, "v3.npz")
     again = load_policy_file(p3)
     assert again.meta["version"] == 3
-    obs = np.random.default_rng(2).integers(0, 2, (5, layout(8).size)).astype(np.float32)
-    mask = np.ones((5, NUM_ACTIONS), bool)
     np.testing.assert_allclose(again.logits(obs, mask),
                                base.logits(obs, mask) + tribute_features(obs, 8) @ counts,
                                rtol=1e-5, atol=1e-5)
@@ -132,14 +137,9 @@ def test_policy_file_version_3_round_trips(tmp_path):
 
 
 def test_policy_file_version_2_round_trips_and_is_checked(tmp_path):
-    base = load_policy_file(small_policy(tmp_path / "p.npz"))
-    counts = np.random.default_rng(1).normal(size=(COUNT_FEATURES, NUM_ACTIONS)).astype(
-        np.float32)
-    p2 = NetPolicy(base.layers, base.pi, base.v, base.meta, counts).save(tmp_path / "v2.npz")
+    base, counts, p2, obs, mask = _with_counts(tmp_path, COUNT_FEATURES, "v2.npz")
     again = load_policy_file(p2)
     assert again.meta["version"] == 2 and load_policy_file(tmp_path / "p.npz").meta["version"] == 1
-    obs = np.random.default_rng(2).integers(0, 2, (5, layout(8).size)).astype(np.float32)
-    mask = np.ones((5, NUM_ACTIONS), bool)
     np.testing.assert_allclose(again.logits(obs, mask),
                                base.logits(obs, mask) + count_features(obs) @ counts, rtol=1e-5)
     # a wrong shape, or the term in a file that claims version 1, is refused
