@@ -446,7 +446,10 @@ def _bar(cfg: TributeFitConfig):
     return tqdm(total=cfg.chunks or None, desc="tribute-fit", unit="batch", file=sys.stderr)
 
 
-def _concat(chunks: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+def concat_chunks(chunks: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """The batches of :func:`gather` (or :func:`load_data`) as one set of arrays: ``obs``,
+    ``mask``, ``q``, ``heuristic``, and per state ``n`` (table size) and ``play`` (index into
+    :data:`PLAY_POLICIES`)."""
     out = {k: np.concatenate([c[k] for c in chunks]) for k in ("obs", "mask", "q", "heuristic")}
     out["n"] = np.concatenate([np.full(len(c["q"]), c["n"]) for c in chunks])
     out["play"] = np.concatenate([np.full(len(c["q"]), PLAY_POLICIES.index(c["play"]))
@@ -456,7 +459,7 @@ def _concat(chunks: list[dict[str, Any]]) -> dict[str, np.ndarray]:
 
 def save_data(path: Path, chunks: list[dict[str, Any]], seconds: float, cfg) -> None:
     """The gathered states and values (``data.npz``), to refit without gathering again."""
-    data = _concat(chunks)
+    data = concat_chunks(chunks)
     data["chunk_sizes"] = np.array([len(c["q"]) for c in chunks])
     data["meta"] = np.frombuffer(json.dumps({"seconds": seconds, "config": _jsonable(cfg),
                                              "policy_sha256": _digest(cfg.policy)})
@@ -502,7 +505,7 @@ def _jsonable(cfg: TributeFitConfig) -> dict[str, Any]:
     return d
 
 
-def _interval(d: np.ndarray) -> list[float]:
+def interval(d: np.ndarray) -> list[float]:
     """Mean and 95% normal interval of paired differences."""
     half = 1.96 * d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else float("nan")
     return [float(d.mean()), float(d.mean() - half), float(d.mean() + half)]
@@ -513,7 +516,7 @@ def evaluate(old, new, chunks: list[dict[str, Any]]) -> dict[str, Any]:
     paired difference between the fitted choice and the heuristic's (95% normal interval);
     under ``by_size``, that difference per table size, play policy and phase (with the
     number of states)."""
-    data = _concat(chunks) if chunks else None
+    data = concat_chunks(chunks) if chunks else None
     out: dict[str, Any] = {}
     if data is None:
         return out
@@ -527,12 +530,12 @@ def evaluate(old, new, chunks: list[dict[str, Any]]) -> dict[str, Any]:
             zf, zo = new.logits(o, m), old.logits(o, m)
             row = score({"fitted": zf, "old": zo}, q, m, h)
             d = choice_values(q, np.argmax(zf, axis=1)) - choice_values(q, h)
-            row["fitted_minus_heuristic"] = _interval(d)
+            row["fitted_minus_heuristic"] = interval(d)
             out[f"{play}/{phase}"] = row
             sizes = data["n"][sel]
             for n in np.unique(sizes):
                 dn = d[sizes == n]
-                by_size.setdefault(str(n), {})[f"{play}/{phase}"] = [*_interval(dn), len(dn)]
+                by_size.setdefault(str(n), {})[f"{play}/{phase}"] = [*interval(dn), len(dn)]
     out["by_size"] = dict(sorted(by_size.items(), key=lambda kv: int(kv[0])))
     return out
 
@@ -570,7 +573,7 @@ def fit(cfg: TributeFitConfig, data: str | None = None) -> Path:
     cut = len(chunks) if cfg.holdout == 0 else \
         min(len(chunks) - 1, max(1, round(len(chunks) * (1 - cfg.holdout))))
     train, held = chunks[:cut], chunks[cut:]
-    d = _concat(train)
+    d = concat_chunks(train)
     theta = solve(d["obs"], d["mask"], d["q"], policy.logits(d["obs"], d["mask"]), cfg.scale,
                   cfg.ridge, policy.max_players)
     seconds = gather_seconds + (time.perf_counter() - t_fit)
@@ -602,7 +605,7 @@ def card_values(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     gain of asking for each card over passing, the same by how many cards of its number the
     Dragon holds, and the mean value of giving back each card relative to the state's mean
     give (with two standard errors)."""
-    d = _concat(chunks)
+    d = concat_chunks(chunks)
     q, m = d["q"], d["mask"]
     ask = m[:, PASS]
     gain = q[ask][:, ASK_BASE:GIVE_BASE] - q[ask][:, [PASS]]
@@ -753,4 +756,5 @@ if __name__ == "__main__":
 
 
 __all__ = ["TributeFitConfig", "fit", "gather", "gather_states", "counterfactual_values",
-           "features", "design", "solve", "fitted_policy", "evaluate", "main"]
+           "features", "design", "solve", "fitted_policy", "evaluate", "load_data",
+           "concat_chunks", "interval", "main"]

@@ -1,0 +1,119 @@
+"""The cross-validated tribute headroom (``experiments.tribute_headroom``) on planted values."""
+
+import json
+
+import numpy as np
+import pytest
+
+from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
+from dragons_egg_env.cards import BEAST, DARKLORD
+from dragons_egg_env.engine import Phase
+from dragons_egg_env.observation import OBS_PHASES, layout
+from experiments import tribute_fit as T
+from experiments import tribute_headroom as H
+
+# A Dragon's hand: the 3 of Earth alone, the 7 of Earth alone, a pair of 9s and the Beast.
+THREE, SEVEN, NINES = 2 * 4, 6 * 4, (8 * 4, 8 * 4 + 1)
+HAND = (THREE, SEVEN, *NINES, BEAST)
+
+
+def give_data(n_states, gains, play_of=lambda i: i % 2, players=4):
+    """Give-back states, all with :data:`HAND`, where the heuristic gives the 7 (H9: the
+    highest number held alone) and ``gains[(card, play)]`` is what giving ``card`` earns
+    over it under that play policy (0 where not given)."""
+    size = layout(8).size
+    obs = np.zeros((n_states, size), np.float32)
+    obs[:, list(HAND)] = 1.0
+    mask = np.zeros((n_states, NUM_ACTIONS), bool)
+    mask[:, [GIVE_BASE + c for c in HAND]] = True
+    play = np.array([play_of(i) for i in range(n_states)])
+    q = np.where(mask, 0.0, np.nan)
+    for (card, p), g in gains.items():
+        q[play == p, GIVE_BASE + card] = g
+    return {"obs": obs, "mask": mask, "q": q, "heuristic": np.full(n_states, GIVE_BASE + SEVEN),
+            "n": np.full(n_states, players), "play": play}
+
+
+def test_rows_are_one_per_class_with_what_the_dragon_knows():
+    r = H.rows(give_data(1, {}))
+    by_action = {int(a): i for i, a in enumerate(r["action"])}
+    assert sorted(by_action) == sorted(GIVE_BASE + c for c in (THREE, SEVEN, NINES[0], BEAST))
+    row = {c: by_action[GIVE_BASE + c] for c in (THREE, SEVEN, NINES[0], BEAST)}
+    # position: numbers held above (the 9s are the highest, the one R6 leads alone)
+    assert [int(r["position"][row[c]]) for c in (NINES[0], SEVEN, THREE, BEAST)] == [0, 1, 2, -1]
+    assert [int(r["count"][row[c]]) for c in (NINES[0], SEVEN, THREE, BEAST)] == [2, 1, 1, 1]
+    assert [int(r["group"][row[c]]) for c in (NINES[0], SEVEN, THREE, BEAST)] == [8, 6, 2,
+                                                                                H.DRAGONS]
+    assert set(r["context"].tolist()) == {3} and r["give"].all()
+
+
+def test_ask_rows_carry_the_context_and_the_pass():
+    d = give_data(1, {})
+    lay = layout(8)
+    d["obs"][:, lay.field("phase").start + OBS_PHASES.index(Phase.ASK)] = 1.0
+    d["mask"][:] = False
+    d["mask"][0, [PASS, ASK_BASE + DARKLORD, ASK_BASE + 0, ASK_BASE + 1]] = True  # 1E, 1W
+    d["q"] = np.where(d["mask"], 0.25, np.nan)
+    d["heuristic"][:] = ASK_BASE + DARKLORD
+    r = H.rows(d)
+    assert sorted(r["group"].tolist()) == [0, H.DRAGONS, H.PASS_GROUP]  # the 1s are one class
+    assert not r["give"].any() and set(r["context"].tolist()) == {0}
+    assert (r["position"] == -1).all() and (r["gain"] == 0).all()
+
+
+def test_a_gain_under_both_play_policies_is_found_and_one_under_one_only_is_not():
+    # Giving a 9 (breaking the pair R6 leads from) earns +1 under both play policies.
+    both = give_data(400, {(NINES[0], 0): 1.0, (NINES[1], 0): 1.0,
+                           (NINES[0], 1): 1.0, (NINES[1], 1): 1.0})
+    r = H.rows(both)
+    for feats in (("position", "count"), ("group", "count")):
+        for mode in H.MODES:
+            res = H.cross_validate(r, both, "give", feats, mode, 4, 2, 50.0, 0)
+            assert all(np.all(g == 1.0) for g in res.values())
+            assert sum(len(g) for g in res.values()) == 400
+    # Giving the 3 earns +1 under the agent's play and costs 0.5 under the heuristic's.
+    one = give_data(400, {(THREE, 0): 1.0, (THREE, 1): -0.5})
+    r = H.rows(one)
+    pooled = H.cross_validate(r, one, "give", ("position", "count"), "pooled", 4, 2, 50.0, 0)
+    robust = H.cross_validate(r, one, "give", ("position", "count"), "robust", 4, 2, 50.0, 0)
+    assert np.all(pooled["self"] == 1.0) and np.all(pooled["heuristic"] == -0.5)
+    assert all(np.all(g == 0.0) for g in robust.values())  # stays with the heuristic
+    oracle = H.cross_validate(r, one, "give", None, "pooled", 4, 2, 50.0, 0)
+    assert np.all(oracle["self"] == 1.0) and np.all(oracle["heuristic"] == 0.0)
+    with pytest.raises(ValueError, match="unknown mode"):
+        H.cross_validate(r, one, "give", ("count",), "best", 4, 2, 50.0, 0)
+
+
+def write_data(tmp_path, data):
+    chunks = []
+    for p, name in enumerate(T.PLAY_POLICIES):
+        sel = data["play"] == p
+        chunks.append({**{k: data[k][sel] for k in ("obs", "mask", "q", "heuristic")},
+                       "n": int(data["n"][0]), "play": name})
+    policy = tmp_path / "policy.npz"
+    policy.write_bytes(b"any bytes: only their hash is recorded")
+    path = tmp_path / "data.npz"
+    T.save_data(path, chunks, 1.0, T.TributeFitConfig(policy=str(policy)))
+    return path
+
+
+def test_main_writes_the_report_and_names_bad_input(tmp_path, capsys):
+    path = write_data(tmp_path, give_data(200, {(NINES[0], 0): 0.5, (NINES[1], 0): 0.5,
+                                                 (NINES[0], 1): 0.5, (NINES[1], 1): 0.5}))
+    out = tmp_path / "out"
+    assert H.main(["--data", str(path), "--out", str(out)]) == 0
+    s = json.loads((out / "summary.json").read_text())
+    row = next(x for x in s["results"] if (x["phase"], x["features"], x["mode"])
+               == ("give", "position", "robust"))
+    assert row["self"][:3] == [0.5, 0.5, 0.5] and row["self"][3] + row["heuristic"][3] == 200
+    report = (out / "report.md").read_text()
+    assert "| give | position | robust |" in report and "holds no ask states" in report
+    assert (out / "headroom.png").stat().st_size > 0
+    assert s["command"].startswith("python -m experiments.tribute_headroom --data")
+    assert H.main(["--data", str(path), "--players", "5", "--out", str(out)]) == 2
+    assert "holds no 5-player states" in capsys.readouterr().err
+    assert H.main(["--data", str(tmp_path / "missing.npz"), "--out", str(out)]) == 2
+    assert "not readable" in capsys.readouterr().err
+    for bad in (["--folds", "1"], ["--shrink", "-1"], ["--players", "9"]):
+        with pytest.raises(SystemExit):
+            H.main(["--data", str(path), *bad])
