@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,11 +105,17 @@ class TributeMix(Agent):
         return a
 
 
-def _deal_range(task: tuple[str, str, int, int, int, int, int]) -> dict[str, Any]:
-    """Deal sequences ``lo..hi-1`` under every tribute policy (a worker's unit of work)."""
-    play_spec, tribute_spec, num_players, seed, tribute_asks, lo, hi = task
+def _learner(tribute: str | Callable[[int], Agent], seed: int) -> Agent:
+    """A seat's ``learned`` tribute agent, from a spec or a factory of a seed."""
+    return make_agent(tribute, seed=seed) if isinstance(tribute, str) else tribute(seed)
+
+
+def _deal_range(task: tuple) -> dict[str, Any]:
+    """Deal sequences ``lo..hi-1`` under each tribute policy of ``policies`` (a worker's unit
+    of work)."""
+    play_spec, tribute, num_players, seed, tribute_asks, lo, hi, policies = task
     config = RulesConfig(num_players=num_players, num_rounds=2, tribute_asks=tribute_asks)
-    rewards = {t: np.zeros(hi - lo) for t in TRIBUTE_POLICIES}
+    rewards = {t: np.zeros(hi - lo) for t in policies}
     asked = np.zeros(NUM_CARDS, dtype=int)
     given = np.zeros(NUM_CARDS, dtype=int)
     dragons = []
@@ -116,10 +123,10 @@ def _deal_range(task: tuple[str, str, int, int, int, int, int]) -> dict[str, Any
         hands = deal_sequence(config, _derive(seed, d))
         deal_codes = [[codes(h) for h in r] for r in hands]
         seen = set()
-        for t in TRIBUTE_POLICIES:
+        for t in policies:
             agents = [TributeMix(make_agent(play_spec, seed=_derive(seed, d, q)), t,
                                  seed=_derive(seed, d, q, 1),
-                                 learner=make_agent(tribute_spec, seed=_derive(seed, d, q, 2)))
+                                 learner=_learner(tribute, _derive(seed, d, q, 2)))
                       for q in range(num_players)]
             rec = play_match(agents, config, seed=_derive(seed, d), deals=deal_codes)
             dragon = rec.rounds[0]["order"][0]
@@ -142,16 +149,34 @@ def _deal_range(task: tuple[str, str, int, int, int, int, int]) -> dict[str, Any
 DEALS_PER_TASK = 25
 
 
+def check_policies(policies: Sequence[str]) -> tuple[str, ...]:
+    """``policies`` in :data:`TRIBUTE_POLICIES` order; a ``ValueError`` naming an unknown one,
+    or a set without ``heuristic`` (every difference is taken to it)."""
+    unknown = [t for t in policies if t not in TRIBUTE_POLICIES]
+    if unknown:
+        raise ValueError(f"unknown tribute policy {unknown[0]!r}; choose from "
+                         f"{', '.join(TRIBUTE_POLICIES)}")
+    if "heuristic" not in policies:
+        raise ValueError("the tribute policies must include heuristic: every difference is "
+                         "taken to it")
+    return tuple(t for t in TRIBUTE_POLICIES if t in policies)
+
+
 def run(play_spec: str, deals: int, num_players: int, seed: int, tribute_asks: int = 2,
-        tribute_spec: str | None = None, workers: int = 1) -> dict[str, Any]:
-    """Play every deal sequence under every tribute policy; per-deal Dragon round-2 rewards.
-    ``tribute_spec`` is the ``learned`` tribute policy (default: the play policy). Every deal
-    sequence has its own seeds, so the result does not depend on ``workers`` (processes)."""
+        tribute_spec: str | Callable[[int], Agent] | None = None, workers: int = 1,
+        policies: Sequence[str] = TRIBUTE_POLICIES) -> dict[str, Any]:
+    """Play every deal sequence under each tribute policy of ``policies`` (all by default);
+    per-deal Dragon round-2 rewards. ``tribute_spec`` is the ``learned`` tribute policy: an
+    agent spec, or a picklable function of a seed that makes the agent (one per seat; default:
+    the play policy). Every deal
+    sequence has its own seeds, so the result does not depend on ``workers`` (processes), nor
+    a policy's rewards on which other policies are played."""
+    policies = check_policies(policies)
     tribute_spec = play_spec if tribute_spec is None else tribute_spec
     config = RulesConfig(num_players=num_players, num_rounds=2, tribute_asks=tribute_asks)
     step = DEALS_PER_TASK if workers > 1 else max(deals, 1)
     tasks = [(play_spec, tribute_spec, num_players, seed, tribute_asks, lo,
-              min(lo + step, deals)) for lo in range(0, deals, step)]
+              min(lo + step, deals), policies) for lo in range(0, deals, step)]
     try:
         from tqdm import tqdm
         bar = tqdm(total=deals, desc="tribute", unit="deal", file=sys.stderr)
@@ -174,11 +199,12 @@ def run(play_spec: str, deals: int, num_players: int, seed: int, tribute_asks: i
     if bar:
         bar.close()
     return {"rewards": {t: np.concatenate([p["rewards"][t] for p in parts]) if parts else
-                        np.zeros(0) for t in TRIBUTE_POLICIES},
+                        np.zeros(0) for t in policies},
             "asked": sum((p["asked"] for p in parts), np.zeros(NUM_CARDS, dtype=int)),
             "given": sum((p["given"] for p in parts), np.zeros(NUM_CARDS, dtype=int)),
             "dragons": [d for p in parts for d in p["dragons"]],
-            "config": config, "play": play_spec, "tribute": tribute_spec, "seed": seed}
+            "config": config, "play": play_spec, "seed": seed,
+            "tribute": tribute_spec if isinstance(tribute_spec, str) else tribute_spec(0).label}
 
 
 def summarize(res: dict[str, Any], reps: int = 2000) -> dict[str, Any]:
@@ -229,17 +255,25 @@ def report(res: dict[str, Any], summ: dict[str, Any]) -> str:
         "| tribute policy | Dragon's round-2 reward | difference to heuristic |",
         "|---|---|---|",
     ]
-    for t in TRIBUTE_POLICIES:
+    for t in summ["policies"]:
         est = summ["policies"][t]
         diff = summ["vs_heuristic"].get(t)
         lines.append(f"| `{t}` | {est.fmt()} | {diff.fmt() if diff else '-'} |")
-    d = summ["vs_heuristic"]["learned"]
-    verdict = ("beats" if d.low > 0 else "loses to" if d.high < 0 else
-               "is not distinguishable from")
-    split = {t: summ["vs_heuristic"][t].fmt() for t in ("learned-ask", "learned-give")}
-    lines += ["", f"The learned tribute **{verdict}** the heuristic one "
-              f"(difference {d.fmt()}). Its asks alone (with the heuristic's give-back) differ "
-              f"by {split['learned-ask']}, its give-back alone by {split['learned-give']}.", "",
+    vs = summ["vs_heuristic"]
+    lines.append("")
+    if "learned" in vs:
+        d = vs["learned"]
+        verdict = ("beats" if d.low > 0 else "loses to" if d.high < 0 else
+                   "is not distinguishable from")
+        lines.append(f"The learned tribute **{verdict}** the heuristic one (difference "
+                     f"{d.fmt()}).")
+    if "learned-ask" in vs:
+        lines.append(f"Its asks alone (with the heuristic's give-back) differ by "
+                     f"{vs['learned-ask'].fmt()}.")
+    if "learned-give" in vs:
+        lines.append(f"Its give-back alone (with the heuristic's asks) differs by "
+                     f"{vs['learned-give'].fmt()}.")
+    lines += ["",
               "Most asked for by the learned policy: " + ", ".join(
                   f"{CARD_CODES[c]} ({res['asked'][c]})" for c in np.argsort(-res['asked'])[:8]
                   if res['asked'][c]),
@@ -264,8 +298,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int_range(0), default=0)
     p.add_argument("--workers", type=int_range(1), default=1,
                    help="processes; the results do not depend on it (default 1)")
+    p.add_argument("--policies", default=",".join(TRIBUTE_POLICIES),
+                   help="comma-separated tribute policies to play, heuristic among them "
+                   f"(default all: {','.join(TRIBUTE_POLICIES)})")
     p.add_argument("--out", default="runs/tribute")
     args = p.parse_args(argv)
+    try:
+        policies = check_policies([t.strip() for t in args.policies.split(",") if t.strip()])
+    except ValueError as exc:
+        p.error(f"--policies: {exc}")
     for opt, spec in (("--play", args.play), ("--tribute", args.tribute)):
         try:
             parse_spec(spec)
@@ -274,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         except (AgentSpecError, ValueError) as exc:
             p.error(f"{opt}: {exc}")
     res = run(args.play, args.deals, args.players, args.seed, tribute_spec=args.tribute,
-              workers=args.workers)
+              workers=args.workers, policies=policies)
     summ = summarize(res)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -285,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         "policies": {k: vars(v) for k, v in summ["policies"].items()},
         "vs_heuristic": {k: vars(v) for k, v in summ["vs_heuristic"].items()},
         "play": args.play, "tribute": args.tribute, "deals": args.deals,
-        "players": args.players, "seed": args.seed,
+        "players": args.players, "seed": args.seed, "tribute_policies": list(policies),
         "command": "python -m experiments.tribute_analysis " + " ".join(
             sys.argv[1:] if argv is None else argv),
         "asked": res["asked"].tolist(), "given": res["given"].tolist()}, indent=1))
@@ -293,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["TributeMix", "run", "summarize", "heatmaps", "report", "main"]
+__all__ = ["TributeMix", "TRIBUTE_POLICIES", "check_policies", "run", "summarize", "heatmaps",
+           "report", "main"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -20,18 +20,26 @@ those values how much room the heuristic's rules H8/H9 leave, by cross-validatio
 3. The score is the mean gain per decision of the picks in the held-out folds, with a 95%
    normal interval, per play policy; ``oracle`` is the best class of each state, which sees
    the deal: a bound no policy reaches.
+4. ``--validate-deals N`` then plays the robust give-back table of each feature set of
+   ``--validate-features`` (a comma-separated list), fitted on every state, as the Dragon's
+   give-back with the heuristic's asks (:class:`TableTribute`) in the tribute analysis
+   (:mod:`experiments.tribute_analysis`: fresh duplicate deal sequences, each play policy of
+   ``--validate-play``) against the heuristic's tribute: what the cross-validated gain is
+   worth in play.
 
 So a learned tribute with these features can beat the heuristic by about the best held-out
-gain; the tribute analysis then needs deal sequences enough to show that much, times the
-decisions per deal.
+gain per decision, times the decisions per deal sequence; the tribute analysis needs deal
+sequences enough to show that much.
 
 ``python -m experiments.tribute_headroom --data runs/tribute-fit-v3b/data.npz
-[--players 4] [--folds 2] [--shrink 50] [--seed 0] [--out results/tribute-fit/headroom]``
+[--players 4] [--folds 2] [--shrink 50] [--seed 0] [--validate-deals 20000
+--validate-play ppo,heuristic --workers 2] [--out results/tribute-fit/headroom]``
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -39,6 +47,8 @@ from typing import Any
 
 import numpy as np
 
+from agents.base import Agent
+from agents.heuristic import HeuristicAgent
 from agents.netpolicy import group_counts, tribute_context
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, PASS
 from dragons_egg_env.cards import NUM_NUMBERS
@@ -65,21 +75,13 @@ POSITION_CAP = 6
 DRAGONS, EGG_GROUP, PASS_GROUP = NUM_NUMBERS, NUM_NUMBERS + 1, NUM_NUMBERS + 2
 
 
-def rows(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """One row per legal tribute choice class of every state of ``data``
-    (:func:`experiments.tribute_fit.concat_chunks`): ``state``, ``action`` (the class's
-    representative), ``gain`` (over the heuristic's choice), ``give`` (phase), ``context``,
-    ``group``, ``count`` and ``position`` (-1 where it does not apply)."""
-    obs, mask, q, heur = data["obs"], data["mask"], data["q"], data["heuristic"]
-    max_players = players_for_size(obs.shape[1])
-    if max_players is None:
-        raise ValueError(f"observations of size {obs.shape[1]} match no table padding")
-    state, action = np.nonzero(mask)
-    keep = (action >= ASK_BASE) | (action == PASS)
-    state, action = state[keep], action[keep]
-    cls = action_classes(action)
-    _, first = np.unique(state * 64 + cls + 8, return_index=True)  # one row per class
-    state, action = state[first], action[first]
+def choice_features(obs: np.ndarray, state: np.ndarray, action: np.ndarray,
+                    max_players: int) -> dict[str, np.ndarray]:
+    """What the Dragon knows about choosing ``action`` in observation ``obs[state]`` (arrays
+    of rows): ``give`` (phase), ``context`` (:func:`agents.netpolicy.tribute_context`),
+    ``group`` (number - 1, :data:`DRAGONS`, :data:`EGG_GROUP` or :data:`PASS_GROUP`),
+    ``count`` (how many of the group the hand holds) and, for a numbered card given back,
+    ``position`` (numbers held above it, at most :data:`POSITION_CAP`; else -1)."""
     give = action >= GIVE_BASE
     card = np.where(give, action - GIVE_BASE, action - ASK_BASE)
     group = np.where(action == PASS, PASS_GROUP, np.where(
@@ -92,9 +94,26 @@ def rows(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     number = np.minimum(group, NUM_NUMBERS - 1)
     position = np.where(give & (group < NUM_NUMBERS),
                         np.minimum(at_or_above[state, number] - 1, POSITION_CAP), -1)
-    return {"state": state, "action": action, "gain": q[state, action] - q[state, heur[state]],
-            "give": give, "context": tribute_context(obs, max_players)[state], "group": group,
+    return {"give": give, "context": tribute_context(obs, max_players)[state], "group": group,
             "count": count, "position": position}
+
+
+def rows(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """One row per legal tribute choice class of every state of ``data``
+    (:func:`experiments.tribute_fit.concat_chunks`): ``state``, ``action`` (the class's
+    representative), ``gain`` (over the heuristic's choice) and :func:`choice_features`."""
+    obs, mask, q, heur = data["obs"], data["mask"], data["q"], data["heuristic"]
+    max_players = players_for_size(obs.shape[1])
+    if max_players is None:
+        raise ValueError(f"observations of size {obs.shape[1]} match no table padding")
+    state, action = np.nonzero(mask)
+    keep = (action >= ASK_BASE) | (action == PASS)
+    state, action = state[keep], action[keep]
+    cls = action_classes(action)
+    _, first = np.unique(state * 64 + cls + 8, return_index=True)  # one row per class
+    state, action = state[first], action[first]
+    return {"state": state, "action": action, "gain": q[state, action] - q[state, heur[state]],
+            **choice_features(obs, state, action, max_players)}
 
 
 def _pick(state: np.ndarray, score: np.ndarray) -> np.ndarray:
@@ -104,6 +123,26 @@ def _pick(state: np.ndarray, score: np.ndarray) -> np.ndarray:
     return order[first]
 
 
+def _scores(key: np.ndarray, gain: np.ndarray, play: np.ndarray, train: np.ndarray,
+            nkeys: int, mode: str, shrink: float) -> np.ndarray:
+    """Each key's score from the ``train`` rows: its mean gain per play policy, shrunk towards
+    the heuristic's (``shrink`` rows of gain 0), then averaged (``pooled``) or the lower
+    taken (``robust``)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+    means = []
+    for p in range(len(PLAY_POLICIES)):
+        m = train & (play == p)
+        means.append(np.bincount(key[m], gain[m], nkeys)
+                     / (np.bincount(key[m], minlength=nkeys) + shrink))
+    return np.minimum(*means) if mode == "robust" else np.mean(means, axis=0)
+
+
+def _phase_rows(r: dict[str, np.ndarray], data: dict[str, np.ndarray], phase: str,
+                players: int) -> np.ndarray:
+    return (r["give"] == (phase == "give")) & (data["n"][r["state"]] == players)
+
+
 def cross_validate(r: dict[str, np.ndarray], data: dict[str, np.ndarray], phase: str,
                    features: tuple[str, ...] | None, mode: str, players: int, folds: int,
                    shrink: float, seed: int) -> dict[str, np.ndarray]:
@@ -111,7 +150,7 @@ def cross_validate(r: dict[str, np.ndarray], data: dict[str, np.ndarray], phase:
     oracle) in ``phase`` at ``players`` seats, per play policy. Folds are drawn per state."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
-    sel = (r["give"] == (phase == "give")) & (data["n"][r["state"]] == players)
+    sel = _phase_rows(r, data, phase, players)
     state, gain = r["state"][sel], r["gain"][sel]
     play = data["play"][state]
     is_heur = r["action"][sel] == data["heuristic"][state]
@@ -124,13 +163,7 @@ def cross_validate(r: dict[str, np.ndarray], data: dict[str, np.ndarray], phase:
         fold = np.random.default_rng(seed).integers(0, folds, len(data["q"]))[state]
         chosen = []
         for f in range(folds):
-            train = fold != f
-            means = []
-            for p in range(len(PLAY_POLICIES)):
-                m = train & (play == p)
-                means.append(np.bincount(key[m], gain[m], key.max() + 1)
-                             / (np.bincount(key[m], minlength=key.max() + 1) + shrink))
-            score = np.minimum(*means) if mode == "robust" else np.mean(means, axis=0)
+            score = _scores(key, gain, play, fold != f, key.max() + 1, mode, shrink)
             test = np.flatnonzero(fold == f)
             chosen.append(test[_pick(state[test], score[key[test]] + 1e-9 * is_heur[test])])
         chosen = np.concatenate(chosen)
@@ -138,10 +171,89 @@ def cross_validate(r: dict[str, np.ndarray], data: dict[str, np.ndarray], phase:
             for p, name in enumerate(PLAY_POLICIES)}
 
 
+def fit_table(r: dict[str, np.ndarray], data: dict[str, np.ndarray], features: tuple[str, ...],
+              mode: str, players: int, shrink: float) -> dict[tuple[int, ...], float]:
+    """The give-back table policy over ``features`` fitted on every state at ``players``
+    seats (no folds): key -> score, as :class:`TableTribute` plays it."""
+    sel = _phase_rows(r, data, "give", players)
+    keys, key = np.unique(np.stack([r[f][sel] for f in features], 1), axis=0,
+                          return_inverse=True)
+    play = data["play"][r["state"][sel]]
+    score = _scores(key.ravel(), r["gain"][sel], play, np.ones(len(play), bool), len(keys),
+                    mode, shrink)
+    return {tuple(int(x) for x in k): float(v) for k, v in zip(keys, score, strict=True)}
+
+
+class TableTribute(Agent):
+    """A give-back table policy (:func:`fit_table`) as an agent, for the tribute analysis:
+    it gives back the legal card whose key of ``features`` scores highest, where that beats
+    the key of the heuristic's give-back (H9); otherwise, and for every ask, it does what the
+    heuristic does (H8). A key the table lacks scores 0, the heuristic's level, as keys
+    without training rows do in :func:`cross_validate`."""
+
+    name = "table-tribute"
+    memoryless = True
+
+    def __init__(self, table: dict[tuple[int, ...], float], features: tuple[str, ...],
+                 seed: int | None = None) -> None:
+        super().__init__(seed)
+        self.table = table
+        self.features = features
+        self.heuristic = HeuristicAgent(seed=seed)
+
+    def start_match(self, seat, config, max_players=None) -> None:
+        super().start_match(seat, config, max_players)
+        self.heuristic.start_match(seat, config, max_players)
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        a = self.heuristic.act(observation, action_mask)
+        legal = np.flatnonzero(action_mask)
+        legal = legal[legal >= GIVE_BASE]
+        if a < GIVE_BASE or len(legal) < 2:
+            return a
+        f = choice_features(np.asarray(observation)[None], np.zeros(len(legal), int), legal,
+                            self.max_players)
+        score = np.array([self.table.get(tuple(int(f[k][i]) for k in self.features), 0.0)
+                          for i in range(len(legal))])
+        best = int(np.argmax(score))
+        return int(legal[best]) if score[best] > score[legal == a][0] else a
+
+
+def validate(r: dict[str, np.ndarray], data: dict[str, np.ndarray], features: str,
+             play_specs: list[str], deals: int, players: int, shrink: float, seed: int,
+             workers: int) -> list[dict[str, Any]]:
+    """The robust give-back table over ``FEATURE_SETS["give"][features]``, fitted on every
+    state, played in the tribute analysis (the heuristic's asks, ``deals`` fresh duplicate
+    deal sequences, each play policy of ``play_specs``) against the heuristic's tribute."""
+    from experiments import tribute_analysis as ta
+
+    feats = FEATURE_SETS["give"][features]
+    table = fit_table(r, data, feats, "robust", players, shrink)
+    factory = functools.partial(TableTribute, table, feats)
+    out = []
+    for spec in play_specs:
+        res = ta.run(spec, deals, players, seed, tribute_spec=factory, workers=workers,
+                     policies=("heuristic", "learned"))
+        d = ta.summarize(res)["vs_heuristic"]["learned"]
+        changed = float(np.mean(res["rewards"]["learned"] != res["rewards"]["heuristic"]))
+        out.append({"play": spec, "features": features, "deals": deals, "seed": seed,
+                    "difference": [d.mean, d.low, d.high], "changed_share": changed,
+                    "table": [[*k, v] for k, v in table.items()]})
+    return out
+
+
 def run(data_path: str | Path, players: int = 4, folds: int = 2, shrink: float = 50.0,
-        seed: int = 0) -> dict[str, Any]:
+        seed: int = 0, validate_features: tuple[str, ...] = (),
+        validate_play: tuple[str, ...] = (),
+        validate_deals: int = 0, validate_seed: int = 0, workers: int = 1) -> dict[str, Any]:
     """Every feature set and mode of :data:`FEATURE_SETS`, and the oracle, scored as in the
-    module docstring; JSON-ready."""
+    module docstring; with ``validate_deals``, the robust give-back table over each feature
+    set of ``validate_features`` played in the tribute analysis (:func:`validate`).
+    JSON-ready."""
+    for name in validate_features if validate_deals else ():
+        if name not in FEATURE_SETS["give"]:
+            raise ValueError(f"unknown give-back feature set {name!r}; choose from "
+                             f"{', '.join(FEATURE_SETS['give'])}")
     chunks, meta = load_data(data_path)
     data = concat_chunks(chunks)
     if not (data["n"] == players).any():
@@ -160,6 +272,10 @@ def run(data_path: str | Path, players: int = 4, folds: int = 2, shrink: float =
             out["results"].append({
                 "phase": phase, "features": name, "mode": mode if feats else "-",
                 **{play: [*interval(g), len(g)] for play, g in res.items()}})
+    if validate_deals:
+        out["validation"] = [v for name in validate_features for v in validate(
+            r, data, name, list(validate_play), validate_deals, players, shrink, validate_seed,
+            workers)]
     return out
 
 
@@ -177,6 +293,17 @@ def report(s: dict[str, Any]) -> str:
         n = "/".join(str(row[p][3]) for p in PLAY_POLICIES)
         lines.append(f"| {row['phase']} | {row['features']} | {row['mode']} | "
                      + " | ".join(cells) + f" | {n} |")
+    if s.get("validation"):
+        lines += ["", "**Played** (`tribute_analysis`, the heuristic's asks, the robust "
+                  "give-back table fitted on every state, fresh duplicate deal sequences): "
+                  "the Dragon's round-2 reward minus the heuristic tribute's, 95% bootstrap "
+                  "interval", "", "| play policy | give-back features | deals | difference | "
+                  "deals whose result changed |", "|---|---|---|---|---|"]
+        for v in s["validation"]:
+            m, lo, hi = v["difference"]
+            lines.append(f"| `{v['play']}` | {v['features']} | {v['deals']} (seed "
+                         f"{v['seed']}) | {m:+.4f} [{lo:+.4f}, {hi:+.4f}] | "
+                         f"{v['changed_share']:.1%} |")
     missing = [p for p in FEATURE_SETS if p not in {row["phase"] for row in s["results"]}]
     if missing:
         lines += ["", f"The data holds no {' or '.join(missing)} states at this table size."]
@@ -218,12 +345,41 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shrink", type=float, default=50.0,
                    help="pseudo-rows of gain 0 in every key's mean (default 50)")
     p.add_argument("--seed", type=int_range(0), default=0)
+    p.add_argument("--validate-deals", type=int_range(0), default=0,
+                   help="play the robust give-back table in the tribute analysis on this many "
+                   "fresh deal sequences (default 0: do not)")
+    p.add_argument("--validate-features", default="position",
+                   help="comma-separated give-back feature sets to play, of "
+                   f"{', '.join(FEATURE_SETS['give'])} (default position)")
+    p.add_argument("--validate-play", default="ppo,heuristic",
+                   help="comma-separated play policy specs to play it under "
+                   "(default ppo,heuristic)")
+    p.add_argument("--validate-seed", type=int_range(0), default=101)
+    p.add_argument("--workers", type=int_range(1), default=1,
+                   help="processes for the validation (the results do not depend on it)")
     p.add_argument("--out", default="runs/tribute-headroom")
     args = p.parse_args(argv)
     if not args.shrink >= 0:
         p.error(f"--shrink must be 0 or more, not {args.shrink}")
+    play = tuple(x.strip() for x in args.validate_play.split(",") if x.strip())
+    feats = tuple(x.strip() for x in args.validate_features.split(",") if x.strip())
+    unknown = [f for f in feats if f not in FEATURE_SETS["give"]]
+    if unknown or not feats:
+        p.error(f"--validate-features: unknown give-back feature set {unknown[:1] or ''}; "
+                f"choose from {', '.join(FEATURE_SETS['give'])}")
+    if args.validate_deals:
+        from agents import AgentSpecError, check_spec_for_table, make_agent
+
+        for spec in play or ("",):
+            try:
+                check_spec_for_table(spec, args.players)
+                make_agent(spec, seed=0)
+            except (AgentSpecError, ValueError) as exc:
+                p.error(f"--validate-play: {exc}")
     try:
-        s = run(args.data, args.players, args.folds, args.shrink, args.seed)
+        s = run(args.data, args.players, args.folds, args.shrink, args.seed,
+                feats, play, args.validate_deals, args.validate_seed,
+                args.workers)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -242,4 +398,5 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["FEATURE_SETS", "MODES", "rows", "cross_validate", "run", "report", "main"]
+__all__ = ["FEATURE_SETS", "MODES", "choice_features", "rows", "cross_validate", "fit_table",
+           "TableTribute", "validate", "run", "report", "main"]

@@ -105,3 +105,38 @@ def _previous():
     from agents.ppo import PREVIOUS
 
     return PREVIOUS
+
+
+def test_a_subset_of_policies_plays_the_same_deals_and_a_factory_is_a_learner():
+    """``policies`` plays only some tribute policies, with the rewards they get in the full
+    run; the learned tribute may come from a function of a seed (picklable, so it also goes
+    to worker processes)."""
+    import functools
+
+    full = ta.run("heuristic", deals=4, num_players=4, seed=8, tribute_spec="greedy")
+    factory = functools.partial(make_agent, "greedy")
+    some = ta.run("heuristic", deals=4, num_players=4, seed=8, tribute_spec=factory,
+                  policies=("learned", "heuristic"), workers=2)
+    assert list(some["rewards"]) == ["heuristic", "learned"]  # in TRIBUTE_POLICIES order
+    for t in some["rewards"]:
+        np.testing.assert_array_equal(some["rewards"][t], full["rewards"][t])
+    np.testing.assert_array_equal(some["asked"], full["asked"])
+    assert some["tribute"] == "greedy"
+    text = ta.report(some, ta.summarize(some))
+    assert "| `learned` |" in text and "| `none` |" not in text and "asks alone" not in text
+    for bad, needle in ((("none", "learned"), "must include heuristic"),
+                        (("heuristic", "smart"), "unknown tribute policy 'smart'")):
+        with pytest.raises(ValueError, match=needle):
+            ta.run("heuristic", deals=1, num_players=4, seed=0, policies=bad)
+
+
+def test_command_line_policies(tmp_path, capsys):
+    out = tmp_path / "p"
+    assert ta.main(["--play", "heuristic", "--tribute", "greedy", "--deals", "2",
+                    "--policies", "heuristic,learned", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["tribute_policies"] == ["heuristic", "learned"]
+    assert set(summary["policies"]) == {"heuristic", "learned"}
+    with pytest.raises(SystemExit) as exc:
+        ta.main(["--policies", "learned", "--deals", "1", "--out", str(tmp_path / "x")])
+    assert exc.value.code == 2 and "--policies: " in capsys.readouterr().err

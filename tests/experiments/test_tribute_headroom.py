@@ -24,6 +24,7 @@ def give_data(n_states, gains, play_of=lambda i: i % 2, players=4):
     size = layout(8).size
     obs = np.zeros((n_states, size), np.float32)
     obs[:, list(HAND)] = 1.0
+    obs[:, layout(8).field("phase").start + OBS_PHASES.index(Phase.GIVE)] = 1.0
     mask = np.zeros((n_states, NUM_ACTIONS), bool)
     mask[:, [GIVE_BASE + c for c in HAND]] = True
     play = np.array([play_of(i) for i in range(n_states)])
@@ -50,7 +51,9 @@ def test_rows_are_one_per_class_with_what_the_dragon_knows():
 def test_ask_rows_carry_the_context_and_the_pass():
     d = give_data(1, {})
     lay = layout(8)
-    d["obs"][:, lay.field("phase").start + OBS_PHASES.index(Phase.ASK)] = 1.0
+    phase = lay.field("phase").start
+    d["obs"][:, phase:phase + len(OBS_PHASES)] = 0.0
+    d["obs"][:, phase + OBS_PHASES.index(Phase.ASK)] = 1.0
     d["mask"][:] = False
     d["mask"][0, [PASS, ASK_BASE + DARKLORD, ASK_BASE + 0, ASK_BASE + 1]] = True  # 1E, 1W
     d["q"] = np.where(d["mask"], 0.25, np.nan)
@@ -117,3 +120,50 @@ def test_main_writes_the_report_and_names_bad_input(tmp_path, capsys):
     for bad in (["--folds", "1"], ["--shrink", "-1"], ["--players", "9"]):
         with pytest.raises(SystemExit):
             H.main(["--data", str(path), *bad])
+
+
+def test_table_tribute_gives_back_the_best_key_and_otherwise_plays_the_heuristic():
+    from agents.heuristic import HeuristicAgent
+    from dragons_egg_env.config import RulesConfig
+
+    d = give_data(1, {})
+    obs, mask = d["obs"][0], d["mask"][0]
+    config = RulesConfig()
+    heur = HeuristicAgent(seed=0)
+    heur.start_match(0, config, 8)
+    assert heur.act(obs, mask) == GIVE_BASE + SEVEN  # H9: the highest number held alone
+    feats = ("position", "count")
+    for table, want in (({(0, 2): 0.2, (1, 1): 0.0}, GIVE_BASE + NINES[0]),  # the 9s' key
+                        ({(0, 2): -0.1, (1, 1): 0.0, (2, 1): 0.0}, GIVE_BASE + SEVEN),  # tie
+                        ({(2, 1): 0.3}, GIVE_BASE + THREE),  # a key missing scores 0
+                        ({(1, 1): 0.1}, GIVE_BASE + SEVEN)):
+        agent = H.TableTribute(table, feats, seed=0)
+        agent.start_match(0, config, 8)
+        assert agent.act(obs, mask) == want
+    ask_obs = obs.copy()
+    phase = layout(8).field("phase").start
+    ask_obs[phase:phase + len(OBS_PHASES)] = 0.0
+    ask_obs[phase + OBS_PHASES.index(Phase.ASK)] = 1.0
+    ask = np.zeros(NUM_ACTIONS, bool)
+    ask[[PASS, ASK_BASE + DARKLORD, ASK_BASE + 0]] = True
+    agent = H.TableTribute({(0, 2): 9.0}, feats, seed=0)
+    agent.start_match(0, config, 8)
+    assert agent.act(ask_obs, ask) == heur.act(ask_obs, ask) == ASK_BASE + DARKLORD  # H8
+
+
+def test_validation_plays_the_table_in_the_tribute_analysis(tmp_path):
+    # A planted table that only ever leaves the heuristic where the data says so.
+    path = write_data(tmp_path, give_data(100, {(NINES[0], 0): 0.5, (NINES[1], 0): 0.5,
+                                                (NINES[0], 1): 0.5, (NINES[1], 1): 0.5}))
+    s = H.run(path, validate_features=("position",), validate_play=("heuristic",),
+              validate_deals=3, validate_seed=4)
+    (v,) = s["validation"]
+    assert v["play"] == "heuristic" and v["deals"] == 3 and 0 <= v["changed_share"] <= 1
+    table = {tuple(k[:-1]): k[-1] for k in v["table"]}
+    assert table[(0, 2)] == pytest.approx(0.5 * 50 / 100)  # 50 rows of 0.5 per play, shrink 50
+    assert "**Played**" in H.report(s)
+    with pytest.raises(ValueError, match="unknown give-back feature set"):
+        H.run(path, validate_features=("colour",), validate_deals=1)
+    for bad in (["--validate-play", "nobody"], ["--validate-features", "position,colour"]):
+        with pytest.raises(SystemExit):
+            H.main(["--data", str(path), "--validate-deals", "1", *bad])
