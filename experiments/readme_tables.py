@@ -92,8 +92,8 @@ def tribute_block(root: Path, dirs: list[str]) -> str:
         split = [_est(vs[t], sign=True) if t in vs else "-"  # analyses before the split
                  for t in ("learned-ask", "learned-give")]
         lines.append(f"| `{s['play']}` | `{s['tribute']}` | {s['deals']} | "
-                     + " | ".join(_est(p[t]) for t in ("none", "random", "heuristic",
-                                                       "learned"))
+                     + " | ".join(_est(p[t]) if t in p else "-"  # --policies left it out
+                                  for t in ("none", "random", "heuristic", "learned"))
                      + f" | **{_est(vs['learned'], sign=True)}** | " + " | ".join(split) + " |")
     return "\n".join(lines)
 

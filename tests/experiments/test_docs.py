@@ -271,3 +271,20 @@ def test_readme_blocks_are_rendered_from_the_files_they_name(tmp_path):
     assert "| `a` | 0.50 [0.25, 0.75] |" in text and "a - b -0.100 [-0.200, +0.050]" in text
     assert text.startswith("x\n") and text.endswith("y\n") and "old" not in text
     assert readme_tables.main(["--check", "--readme", str(readme)]) == 0
+
+
+def test_readme_tribute_block_shows_policies_an_analysis_left_out_as_dashes(tmp_path):
+    import json
+
+    from experiments import readme_tables
+
+    d = tmp_path / "res" / "tr"
+    d.mkdir(parents=True)
+    est = {"mean": 0.2, "low": 0.1, "high": 0.3}
+    (d / "summary.json").write_text(json.dumps({  # tribute_analysis --policies heuristic,learned
+        "policies": {"heuristic": est, "learned": est},
+        "vs_heuristic": {"learned": {"mean": 0.01, "low": -0.01, "high": 0.03}},
+        "play": "ppo", "tribute": "ppo", "deals": 5}))
+    row = readme_tables.tribute_block(tmp_path, ["res/tr"]).splitlines()[-1]
+    assert row == ("| `ppo` | `ppo` | 5 | - | - | 0.200 [0.100, 0.300] | 0.200 [0.100, 0.300] | "
+                   "**+0.010 [-0.010, +0.030]** | - | - |")
