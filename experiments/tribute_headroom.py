@@ -311,13 +311,19 @@ def report(s: dict[str, Any]) -> str:
 
 
 def plot(s: dict[str, Any], path: Path) -> Path:
+    """Held-out gains per decision of every table policy (left) and, with a validation, the
+    played differences per deal sequence (right), with their 95% intervals."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     res = [r for r in s["results"] if r["features"] != "oracle"]
-    fig, ax = plt.subplots(figsize=(8, 0.5 * len(res) + 1.5))
+    played = s.get("validation") or []
+    fig, axes = plt.subplots(1, 2 if played else 1, figsize=(13 if played else 8,
+                                                            0.5 * len(res) + 1.5),
+                             squeeze=False)
+    ax = axes[0, 0]
     y = np.arange(len(res))
     for k, p in enumerate(PLAY_POLICIES):
         mid = np.array([r[p][0] for r in res])
@@ -328,8 +334,20 @@ def plot(s: dict[str, Any], path: Path) -> Path:
     ax.set_yticks(y, [f"{r['phase']}: {r['features']} ({r['mode']})" for r in res])
     ax.invert_yaxis()
     ax.set_xlabel("held-out gain per decision over the heuristic (95% interval)")
-    ax.set_title(f"Tribute headroom at {s['players']} players")
+    ax.set_title(f"Cross-validated, {s['players']} players")
     ax.legend()
+    if played:
+        ax = axes[0, 1]
+        y = np.arange(len(played))
+        mid = np.array([v["difference"][0] for v in played])
+        err = np.array([[v["difference"][0] - v["difference"][1],
+                         v["difference"][2] - v["difference"][0]] for v in played]).T
+        ax.errorbar(mid, y, xerr=err, fmt="o", capsize=3, color="black")
+        ax.axvline(0, color="grey", lw=1)
+        ax.set_yticks(y, [f"give: {v['features']} (robust), {v['play']} play" for v in played])
+        ax.invert_yaxis()
+        ax.set_xlabel("Dragon's round-2 reward minus with the heuristic tribute")
+        ax.set_title(f"Played, {played[0]['deals']:,} deal sequences each")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
