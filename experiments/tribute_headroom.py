@@ -346,7 +346,7 @@ def plot(s: dict[str, Any], path: Path) -> Path:
         ax.axvline(0, color="grey", lw=1)
         ax.set_yticks(y, [f"give: {v['features']} (robust), {v['play']} play" for v in played])
         ax.invert_yaxis()
-        ax.set_xlabel("Dragon's round-2 reward minus with the heuristic tribute")
+        ax.set_xlabel("Dragon's round-2 reward: the table's tribute minus the heuristic's")
         ax.set_title(f"Played, {played[0]['deals']:,} deal sequences each")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
