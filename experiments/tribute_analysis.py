@@ -22,8 +22,10 @@ policy's paired difference to ``heuristic``. Heatmaps show which cards the learn
 for and gives back.
 
 ``python -m experiments.tribute_analysis [--play ppo] [--tribute ppo] [--deals 300]
-[--workers 2] [--out runs/tribute]`` (the deal sequences are split among ``--workers``
-processes; each has its own seeds, so the results do not depend on it).
+[--workers 2] [--policies heuristic,learned] [--out runs/tribute]`` (the deal sequences are
+split among ``--workers`` processes; each has its own seeds, so the results do not depend on
+it; ``--policies`` plays only some tribute policies, ``heuristic`` among them, with the
+rewards they get in the full run).
 """
 
 from __future__ import annotations
@@ -168,9 +170,8 @@ def run(play_spec: str, deals: int, num_players: int, seed: int, tribute_asks: i
     """Play every deal sequence under each tribute policy of ``policies`` (all by default);
     per-deal Dragon round-2 rewards. ``tribute_spec`` is the ``learned`` tribute policy: an
     agent spec, or a picklable function of a seed that makes the agent (one per seat; default:
-    the play policy). Every deal
-    sequence has its own seeds, so the result does not depend on ``workers`` (processes), nor
-    a policy's rewards on which other policies are played."""
+    the play policy). Every deal sequence has its own seeds, so the result does not depend on
+    ``workers`` (processes), nor a policy's rewards on which other policies are played."""
     policies = check_policies(policies)
     tribute_spec = play_spec if tribute_spec is None else tribute_spec
     config = RulesConfig(num_players=num_players, num_rounds=2, tribute_asks=tribute_asks)
@@ -273,6 +274,8 @@ def report(res: dict[str, Any], summ: dict[str, Any]) -> str:
     if "learned-give" in vs:
         lines.append(f"Its give-back alone (with the heuristic's asks) differs by "
                      f"{vs['learned-give'].fmt()}.")
+    if "learned" not in vs:  # nothing learned was played, so no cards were recorded
+        return "\n".join(lines) + "\n"
     lines += ["",
               "Most asked for by the learned policy: " + ", ".join(
                   f"{CARD_CODES[c]} ({res['asked'][c]})" for c in np.argsort(-res['asked'])[:8]

@@ -110,7 +110,7 @@ def rows(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     keep = (action >= ASK_BASE) | (action == PASS)
     state, action = state[keep], action[keep]
     cls = action_classes(action)
-    _, first = np.unique(state * 64 + cls + 8, return_index=True)  # one row per class
+    _, first = np.unique(np.stack([state, cls], 1), axis=0, return_index=True)  # one a class
     state, action = state[first], action[first]
     return {"state": state, "action": action, "gain": q[state, action] - q[state, heur[state]],
             **choice_features(obs, state, action, max_players)}

@@ -167,3 +167,16 @@ def test_validation_plays_the_table_in_the_tribute_analysis(tmp_path):
     for bad in (["--validate-play", "nobody"], ["--validate-features", "position,colour"]):
         with pytest.raises(SystemExit):
             H.main(["--data", str(path), "--validate-deals", "1", *bad])
+
+
+def test_the_egg_given_back_is_a_class_of_its_own_in_every_state():
+    from dragons_egg_env.cards import EGG
+
+    d = give_data(5, {})
+    d["obs"][:, EGG] = 1.0
+    d["mask"][:, GIVE_BASE + EGG] = True  # egg_in_tribute (R33)
+    d["q"][:, GIVE_BASE + EGG] = 0.0
+    r = H.rows(d)
+    assert np.bincount(r["state"]).tolist() == [5] * 5  # 3, 7, the 9s, the Beast, the Egg
+    egg = r["group"] == H.EGG_GROUP
+    assert egg.sum() == 5 and (r["count"][egg] == 0).all() and (r["position"][egg] == -1).all()
