@@ -20,8 +20,9 @@ those values how much room the heuristic's rules H8/H9 leave, by cross-validatio
 3. The score is the mean gain per decision of the picks in the held-out folds, with a 95%
    normal interval, per play policy; ``oracle`` is the best class of each state, which sees
    the deal: a bound no policy reaches.
-4. ``--validate-deals N`` then plays the robust give-back table of each feature set of
-   ``--validate-features`` (a comma-separated list), fitted on every state, as the Dragon's
+4. ``--validate-deals N`` then plays the give-back table of each feature set of
+   ``--validate-features`` and mode of ``--validate-modes`` (comma-separated lists; default
+   ``position`` and ``robust``), fitted on every state, as the Dragon's
    give-back with the heuristic's asks (:class:`TableTribute`) in the tribute analysis
    (:mod:`experiments.tribute_analysis`: fresh duplicate deal sequences, each play policy of
    ``--validate-play``) against the heuristic's tribute: what the cross-validated gain is
@@ -221,14 +222,15 @@ class TableTribute(Agent):
 
 def validate(r: dict[str, np.ndarray], data: dict[str, np.ndarray], features: str,
              play_specs: list[str], deals: int, players: int, shrink: float, seed: int,
-             workers: int) -> list[dict[str, Any]]:
-    """The robust give-back table over ``FEATURE_SETS["give"][features]``, fitted on every
-    state, played in the tribute analysis (the heuristic's asks, ``deals`` fresh duplicate
-    deal sequences, each play policy of ``play_specs``) against the heuristic's tribute."""
+             workers: int, mode: str = "robust") -> list[dict[str, Any]]:
+    """The give-back table over ``FEATURE_SETS["give"][features]`` (fitted in ``mode`` on
+    every state) played in the tribute analysis (the heuristic's asks, ``deals`` fresh
+    duplicate deal sequences, each play policy of ``play_specs``) against the heuristic's
+    tribute."""
     from experiments import tribute_analysis as ta
 
     feats = FEATURE_SETS["give"][features]
-    table = fit_table(r, data, feats, "robust", players, shrink)
+    table = fit_table(r, data, feats, mode, players, shrink)
     factory = functools.partial(TableTribute, table, feats)
     out = []
     for spec in play_specs:
@@ -236,7 +238,8 @@ def validate(r: dict[str, np.ndarray], data: dict[str, np.ndarray], features: st
                      policies=("heuristic", "learned"))
         d = ta.summarize(res)["vs_heuristic"]["learned"]
         changed = float(np.mean(res["rewards"]["learned"] != res["rewards"]["heuristic"]))
-        out.append({"play": spec, "features": features, "deals": deals, "seed": seed,
+        out.append({"play": spec, "features": features, "mode": mode, "deals": deals,
+                    "seed": seed,
                     "difference": [d.mean, d.low, d.high], "changed_share": changed,
                     "table": [[*k, v] for k, v in table.items()]})
     return out
@@ -245,11 +248,15 @@ def validate(r: dict[str, np.ndarray], data: dict[str, np.ndarray], features: st
 def run(data_path: str | Path, players: int = 4, folds: int = 2, shrink: float = 50.0,
         seed: int = 0, validate_features: tuple[str, ...] = (),
         validate_play: tuple[str, ...] = (),
-        validate_deals: int = 0, validate_seed: int = 0, workers: int = 1) -> dict[str, Any]:
+        validate_deals: int = 0, validate_seed: int = 0, workers: int = 1,
+        validate_modes: tuple[str, ...] = ("robust",)) -> dict[str, Any]:
     """Every feature set and mode of :data:`FEATURE_SETS`, and the oracle, scored as in the
-    module docstring; with ``validate_deals``, the robust give-back table over each feature
-    set of ``validate_features`` played in the tribute analysis (:func:`validate`).
-    JSON-ready."""
+    module docstring; with ``validate_deals``, the give-back table over each feature set of
+    ``validate_features``, fitted in each mode of ``validate_modes``, played in the tribute
+    analysis (:func:`validate`). JSON-ready."""
+    for mode in validate_modes if validate_deals else ():
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
     for name in validate_features if validate_deals else ():
         if name not in FEATURE_SETS["give"]:
             raise ValueError(f"unknown give-back feature set {name!r}; choose from "
@@ -273,9 +280,10 @@ def run(data_path: str | Path, players: int = 4, folds: int = 2, shrink: float =
                 "phase": phase, "features": name, "mode": mode if feats else "-",
                 **{play: [*interval(g), len(g)] for play, g in res.items()}})
     if validate_deals:
-        out["validation"] = [v for name in validate_features for v in validate(
-            r, data, name, list(validate_play), validate_deals, players, shrink, validate_seed,
-            workers)]
+        out["validation"] = [v for mode in validate_modes for name in validate_features
+                             for v in validate(r, data, name, list(validate_play),
+                                               validate_deals, players, shrink, validate_seed,
+                                               workers, mode)]
     return out
 
 
@@ -294,14 +302,15 @@ def report(s: dict[str, Any]) -> str:
         lines.append(f"| {row['phase']} | {row['features']} | {row['mode']} | "
                      + " | ".join(cells) + f" | {n} |")
     if s.get("validation"):
-        lines += ["", "**Played** (`tribute_analysis`, the heuristic's asks, the robust "
-                  "give-back table fitted on every state, fresh duplicate deal sequences): "
-                  "the Dragon's round-2 reward minus the heuristic tribute's, 95% bootstrap "
-                  "interval", "", "| play policy | give-back features | deals | difference | "
-                  "deals whose result changed |", "|---|---|---|---|---|"]
+        lines += ["", "**Played** (`tribute_analysis`, the heuristic's asks, the give-back "
+                  "table fitted on every state, fresh duplicate deal sequences): the Dragon's "
+                  "round-2 reward minus the heuristic tribute's, 95% bootstrap interval", "",
+                  "| play policy | give-back features | mode | deals | difference | "
+                  "deals whose result changed |", "|---|---|---|---|---|---|"]
         for v in s["validation"]:
             m, lo, hi = v["difference"]
-            lines.append(f"| `{v['play']}` | {v['features']} | {v['deals']} (seed "
+            lines.append(f"| `{v['play']}` | {v['features']} | {v.get('mode', 'robust')} | "
+                         f"{v['deals']} (seed "
                          f"{v['seed']}) | {m:+.4f} [{lo:+.4f}, {hi:+.4f}] | "
                          f"{v['changed_share']:.1%} |")
     missing = [p for p in FEATURE_SETS if p not in {row["phase"] for row in s["results"]}]
@@ -344,7 +353,8 @@ def plot(s: dict[str, Any], path: Path) -> Path:
                          v["difference"][2] - v["difference"][0]] for v in played]).T
         ax.errorbar(mid, y, xerr=err, fmt="o", capsize=3, color="black")
         ax.axvline(0, color="grey", lw=1)
-        ax.set_yticks(y, [f"give: {v['features']} (robust), {v['play']} play" for v in played])
+        ax.set_yticks(y, [f"give: {v['features']} ({v.get('mode', 'robust')}), {v['play']} "
+                          "play" for v in played])
         ax.invert_yaxis()
         ax.set_xlabel("Dragon's round-2 reward: the table's tribute minus the heuristic's")
         ax.set_title(f"Played, {played[0]['deals']:,} deal sequences each")
@@ -364,8 +374,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="pseudo-rows of gain 0 in every key's mean (default 50)")
     p.add_argument("--seed", type=int_range(0), default=0)
     p.add_argument("--validate-deals", type=int_range(0), default=0,
-                   help="play the robust give-back table in the tribute analysis on this many "
+                   help="play the give-back tables in the tribute analysis on this many "
                    "fresh deal sequences (default 0: do not)")
+    p.add_argument("--validate-modes", default="robust",
+                   help=f"comma-separated fit modes of the tables played, of {', '.join(MODES)}"
+                   " (default robust)")
     p.add_argument("--validate-features", default="position",
                    help="comma-separated give-back feature sets to play, of "
                    f"{', '.join(FEATURE_SETS['give'])} (default position)")
@@ -385,6 +398,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown or not feats:
         p.error(f"--validate-features: unknown give-back feature set {unknown[:1] or ''}; "
                 f"choose from {', '.join(FEATURE_SETS['give'])}")
+    modes = tuple(x.strip() for x in args.validate_modes.split(",") if x.strip())
+    if not modes or any(m not in MODES for m in modes):
+        p.error(f"--validate-modes: choose from {', '.join(MODES)}, not {args.validate_modes!r}")
     if args.validate_deals:
         from agents import AgentSpecError, check_spec_for_table, make_agent
 
@@ -397,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         s = run(args.data, args.players, args.folds, args.shrink, args.seed,
                 feats, play, args.validate_deals, args.validate_seed,
-                args.workers)
+                args.workers, modes)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -156,15 +156,20 @@ def test_validation_plays_the_table_in_the_tribute_analysis(tmp_path):
     path = write_data(tmp_path, give_data(100, {(NINES[0], 0): 0.5, (NINES[1], 0): 0.5,
                                                 (NINES[0], 1): 0.5, (NINES[1], 1): 0.5}))
     s = H.run(path, validate_features=("position",), validate_play=("heuristic",),
-              validate_deals=3, validate_seed=4)
-    (v,) = s["validation"]
+              validate_deals=3, validate_seed=4, validate_modes=("robust", "pooled"))
+    v, pooled = s["validation"]
     assert v["play"] == "heuristic" and v["deals"] == 3 and 0 <= v["changed_share"] <= 1
+    assert (v["mode"], pooled["mode"]) == ("robust", "pooled")
+    assert pooled["difference"] == v["difference"]  # both plays agree, so do the tables
     table = {tuple(k[:-1]): k[-1] for k in v["table"]}
     assert table[(0, 2)] == pytest.approx(0.5 * 50 / 100)  # 50 rows of 0.5 per play, shrink 50
     assert "**Played**" in H.report(s)
     with pytest.raises(ValueError, match="unknown give-back feature set"):
         H.run(path, validate_features=("colour",), validate_deals=1)
-    for bad in (["--validate-play", "nobody"], ["--validate-features", "position,colour"]):
+    with pytest.raises(ValueError, match="unknown mode 'best'"):
+        H.run(path, validate_features=("position",), validate_deals=1, validate_modes=("best",))
+    for bad in (["--validate-play", "nobody"], ["--validate-features", "position,colour"],
+                ["--validate-modes", "robust,best"]):
         with pytest.raises(SystemExit):
             H.main(["--data", str(path), "--validate-deals", "1", *bad])
 
