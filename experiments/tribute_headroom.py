@@ -356,7 +356,8 @@ def plot(s: dict[str, Any], path: Path) -> Path:
         ax.set_yticks(y, [f"give: {v['features']} ({v.get('mode', 'robust')}), {v['play']} "
                           "play" for v in played])
         ax.invert_yaxis()
-        ax.set_xlabel("Dragon's round-2 reward: the table's tribute minus the heuristic's")
+        ax.set_xlabel("round-2 reward, table minus heuristic tribute")
+        ax.xaxis.set_major_locator(plt.MaxNLocator(6))
         ax.set_title(f"Played, {played[0]['deals']:,} deal sequences each")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
