@@ -462,7 +462,7 @@ def save_data(path: Path, chunks: list[dict[str, Any]], seconds: float, cfg) -> 
     data = concat_chunks(chunks)
     data["chunk_sizes"] = np.array([len(c["q"]) for c in chunks])
     data["meta"] = np.frombuffer(json.dumps({"seconds": seconds, "config": _jsonable(cfg),
-                                             "policy_sha256": _digest(cfg.policy)})
+                                             "policy_sha256": file_digest(cfg.policy)})
                                  .encode(), np.uint8)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
@@ -493,7 +493,8 @@ def load_data(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return chunks, meta
 
 
-def _digest(path: str | Path) -> str:
+def file_digest(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes (hex): how data files name the policy they came from."""
     import hashlib
 
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
@@ -563,7 +564,7 @@ def fit(cfg: TributeFitConfig, data: str | None = None) -> Path:
         save_data(out / "data.npz", chunks, gather_seconds, cfg)
     else:
         chunks, meta = load_data(data)
-        if meta.get("policy_sha256") != _digest(cfg.policy):
+        if meta.get("policy_sha256") != file_digest(cfg.policy):
             raise ValueError(f"tribute-fit data {data} was gathered with another policy than "
                              f"{cfg.policy} (its values come from that policy's play)")
         gather_seconds = float(meta["seconds"])

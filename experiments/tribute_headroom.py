@@ -51,7 +51,7 @@ import numpy as np
 from agents.base import Agent
 from agents.heuristic import HeuristicAgent
 from agents.netpolicy import group_counts, tribute_context
-from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, PASS
+from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
 from dragons_egg_env.cards import NUM_NUMBERS
 from dragons_egg_env.observation import players_for_size
 from experiments.cli_args import int_range, table_size
@@ -59,6 +59,7 @@ from experiments.tribute_fit import (
     PLAY_POLICIES,
     action_classes,
     concat_chunks,
+    file_digest,
     interval,
     load_data,
 )
@@ -245,6 +246,82 @@ def validate(r: dict[str, np.ndarray], data: dict[str, np.ndarray], features: st
     return out
 
 
+#: The give-back feature set a policy file of version 3 can hold (its ``pi_counts`` has a
+#: weight per tribute context, card group and count held, :func:`agents.netpolicy.
+#: tribute_features`).
+EXPORT_FEATURES = "group"
+#: Logit units per unit of table score in an exported policy: far above the network's own
+#: logits, so the table decides the give-back.
+EXPORT_SCALE = 1000.0
+
+
+def table_policy(policy, table: dict[tuple[int, ...], float], meta: dict[str, Any]):
+    """``policy`` (a :class:`agents.netpolicy.NetPolicy` without ``pi_counts``) with its
+    give-back chosen by a give-back ``table`` over (group, count): the give columns' own
+    logits are zeroed and the table's scores, times :data:`EXPORT_SCALE`, are written into
+    the give-back block of a version-3 ``pi_counts``. Play, the pass and the asks are left
+    exactly as they were. A key the table lacks scores 0. The Egg, where the rules let it be
+    given back (R33; no data holds such states), scores above every key, as in H9. Among the
+    cards of the best key the first legal column is given (suits cannot change the game, R7);
+    :class:`TableTribute` keeps the heuristic's choice on ties instead."""
+    from agents.netpolicy import TRIBUTE_CONTEXTS, TRIBUTE_FEATURES, NetPolicy
+
+    if policy.pi_counts is not None:
+        raise ValueError("the base policy already has a tribute term (pi_counts); export "
+                         "from the policy it came from")
+    w, b = (x.astype(np.float32).copy() for x in policy.pi)
+    counts = np.zeros((TRIBUTE_FEATURES, NUM_ACTIONS), np.float32)
+    block = (NUM_NUMBERS + 1) * 5 * TRIBUTE_CONTEXTS.index("give")
+    top = max([0.0, *table.values()])
+    for card in range(4 * NUM_NUMBERS + 5):
+        col = GIVE_BASE + card
+        w[:, col] = 0.0
+        b[col] = 0.0
+        group = card // 4 if card < 4 * NUM_NUMBERS else (
+            DRAGONS if card < 4 * NUM_NUMBERS + 4 else EGG_GROUP)
+        if group == EGG_GROUP:
+            b[col] = EXPORT_SCALE * (top + 1.0)
+            continue
+        for c in range(5):
+            counts[block + 5 * group + c, col] = EXPORT_SCALE * table.get((group, c), 0.0)
+    return NetPolicy(policy.layers, (w, b), policy.v, meta, counts)
+
+
+def export(data_path: str | Path, base_path: str | Path, out: Path, players: int,
+           shrink: float, command: str = "") -> Path:
+    """Fit the pooled give-back table over (group, count) on every ``players``-seat state of
+    ``data_path`` and write ``base_path`` with it (:func:`table_policy`) to
+    ``out/policy.npz``; its provenance counts the base policy's training seconds and the
+    data's gathering seconds. The data must come from the base policy's play."""
+    from agents.netpolicy import load_policy_file
+
+    chunks, meta = load_data(data_path)
+    if meta.get("policy_sha256") != file_digest(base_path):
+        raise ValueError(f"tribute-fit data {data_path} was gathered with another policy than "
+                         f"{base_path} (its values come from that policy's play)")
+    data = concat_chunks(chunks)
+    if not (data["n"] == players).any():
+        raise ValueError(f"{data_path} holds no {players}-player states")
+    feats = FEATURE_SETS["give"][EXPORT_FEATURES]
+    table = fit_table(rows(data), data, feats, "pooled", players, shrink)
+    base = load_policy_file(base_path)
+    prov = dict(base.meta.get("provenance", {}))
+    info = {"data": str(data_path), "data_policy_sha256": meta["policy_sha256"],
+            "gather_seconds": float(meta["seconds"]), "players": players, "shrink": shrink,
+            "features": list(feats), "mode": "pooled", "scale": EXPORT_SCALE,
+            "base_policy": str(base_path), "base_seconds": float(prov.get("seconds", 0.0)),
+            "table": [[*k, v] for k, v in table.items()]}
+    new_prov = {**prov, "seconds": round(info["base_seconds"] + info["gather_seconds"], 1),
+                "tribute_table": info}
+    if command:
+        new_prov["command"] = command
+    pol = table_policy(base, table, {**base.meta, "provenance": new_prov})
+    out.mkdir(parents=True, exist_ok=True)
+    path = pol.save(out / "policy.npz")
+    path.with_suffix(".json").write_text(json.dumps(new_prov, indent=1) + "\n")
+    return path
+
+
 def run(data_path: str | Path, players: int = 4, folds: int = 2, shrink: float = 50.0,
         seed: int = 0, validate_features: tuple[str, ...] = (),
         validate_play: tuple[str, ...] = (),
@@ -389,6 +466,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--validate-seed", type=int_range(0), default=101)
     p.add_argument("--workers", type=int_range(1), default=1,
                    help="processes for the validation (the results do not depend on it)")
+    p.add_argument("--export-policy", default="",
+                   help="also write OUT/policy.npz: this policy file (the one the data was "
+                   "gathered with) giving back by the pooled table over card group and count")
     p.add_argument("--out", default="runs/tribute-headroom")
     args = p.parse_args(argv)
     if not args.shrink >= 0:
@@ -422,6 +502,13 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     s["command"] = "python -m experiments.tribute_headroom " + " ".join(
         sys.argv[1:] if argv is None else argv)
+    if args.export_policy:
+        try:
+            s["exported"] = str(export(args.data, args.export_policy, out, args.players,
+                                       args.shrink, s["command"]))
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     (out / "summary.json").write_text(json.dumps(s, indent=1) + "\n")
     (out / "report.md").write_text(report(s))
     plot(s, out / "headroom.png")
@@ -434,4 +521,4 @@ if __name__ == "__main__":
 
 
 __all__ = ["FEATURE_SETS", "MODES", "choice_features", "rows", "cross_validate", "fit_table",
-           "TableTribute", "validate", "run", "report", "main"]
+           "TableTribute", "validate", "table_policy", "export", "run", "report", "main"]

@@ -6,6 +6,7 @@ import random
 
 import numpy as np
 import pytest
+from support import small_policy
 
 from agents import make_agent
 from agents.heuristic import HeuristicAgent
@@ -25,21 +26,6 @@ from dragons_egg_env.cards import BEAST, DRAGON_MASK
 from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.observation import OBS_PHASES, Encoder, layout
 from experiments import tribute_fit as T
-
-
-def small_policy(path, seed=0, seconds=100.0, hidden=16):
-    """A random 8-seat policy file with provenance, as the self-play trainer writes them."""
-    rng = np.random.default_rng(seed)
-    size = layout(8).size
-    layers = [(rng.normal(0, 0.1, (size, hidden)).astype(np.float32),
-               np.zeros(hidden, np.float32))]
-    pi = (rng.normal(0, 0.5, (hidden, NUM_ACTIONS)).astype(np.float32),
-          rng.normal(0, 0.5, NUM_ACTIONS).astype(np.float32))
-    v = (np.zeros((hidden, 1), np.float32), np.zeros(1, np.float32))
-    meta = {"max_players": 8, "obs_size": size, "num_actions": NUM_ACTIONS,
-            "hidden": [hidden], "activation": "tanh",
-            "provenance": {"trainer": "test", "samples": 10, "updates": 1, "seconds": seconds}}
-    return NetPolicy(layers, pi, v, meta).save(path)
 
 
 def tribute_state(seed=0, n=4):

@@ -7,6 +7,7 @@ import pytest
 
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
 from dragons_egg_env.cards import BEAST, DARKLORD
+from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.engine import Phase
 from dragons_egg_env.observation import OBS_PHASES, layout
 from experiments import tribute_fit as T
@@ -87,14 +88,17 @@ def test_a_gain_under_both_play_policies_is_found_and_one_under_one_only_is_not(
         H.cross_validate(r, one, "give", ("count",), "best", 4, 2, 50.0, 0)
 
 
-def write_data(tmp_path, data):
+def write_data(tmp_path, data, policy=None):
+    """``data`` as a tribute-fit data file, recording the hash of ``policy`` (default: a file
+    of any bytes)."""
     chunks = []
     for p, name in enumerate(T.PLAY_POLICIES):
         sel = data["play"] == p
         chunks.append({**{k: data[k][sel] for k in ("obs", "mask", "q", "heuristic")},
                        "n": int(data["n"][0]), "play": name})
-    policy = tmp_path / "policy.npz"
-    policy.write_bytes(b"any bytes: only their hash is recorded")
+    if policy is None:
+        policy = tmp_path / "any-policy.npz"
+        policy.write_bytes(b"any bytes: only their hash is recorded")
     path = tmp_path / "data.npz"
     T.save_data(path, chunks, 1.0, T.TributeFitConfig(policy=str(policy)))
     return path
@@ -185,3 +189,54 @@ def test_the_egg_given_back_is_a_class_of_its_own_in_every_state():
     assert np.bincount(r["state"]).tolist() == [5] * 5  # 3, 7, the 9s, the Beast, the Egg
     egg = r["group"] == H.EGG_GROUP
     assert egg.sum() == 5 and (r["count"][egg] == 0).all() and (r["position"][egg] == -1).all()
+
+
+def test_an_exported_policy_gives_back_by_the_table_and_plays_as_before(tmp_path):
+    from support import small_policy
+
+    from agents.netpolicy import TRIBUTE_FEATURES, load_policy_file
+
+    base = load_policy_file(small_policy(tmp_path / "base.npz", seed=3))
+    table = {(8, 2): 0.05, (6, 1): -0.01, (2, 1): 0.02, (H.DRAGONS, 1): -0.3}
+    pol = H.table_policy(base, table, dict(base.meta))
+    assert pol.pi_counts.shape == (TRIBUTE_FEATURES, NUM_ACTIONS)
+    d = give_data(1, {})
+    obs, mask = d["obs"], d["mask"]
+    assert int(np.argmax(pol.logits(obs, mask)[0])) == GIVE_BASE + NINES[0]  # key (8, 2)
+    for table2, want in (({(2, 1): 0.3}, THREE), ({(6, 1): 0.1, (8, 2): -0.2}, SEVEN)):
+        p2 = H.table_policy(base, table2, dict(base.meta))
+        agent = H.TableTribute(table2, ("group", "count"), seed=0)
+        agent.start_match(0, RulesConfig(), 8)
+        assert int(np.argmax(p2.logits(obs, mask)[0])) == GIVE_BASE + want
+        assert agent.act(obs[0], mask[0]) == GIVE_BASE + want
+    # Every other column (play, the pass, the asks) keeps the base policy's logits.
+    rng = np.random.default_rng(0)
+    x = (rng.random((16, obs.shape[1])) < 0.2).astype(np.float32)
+    every = np.ones((16, NUM_ACTIONS), bool)
+    keep = np.arange(NUM_ACTIONS) < GIVE_BASE
+    np.testing.assert_allclose(pol.logits(x, every)[:, keep], base.logits(x, every)[:, keep],
+                               rtol=1e-6)
+    with pytest.raises(ValueError, match="already has a tribute term"):
+        H.table_policy(pol, table, dict(base.meta))
+
+
+def test_export_checks_the_data_came_from_the_policy_and_counts_its_seconds(tmp_path):
+    from support import small_policy
+
+    from agents.netpolicy import load_policy_file
+
+    base = small_policy(tmp_path / "policy.npz", seed=1, seconds=250.0)
+    data = give_data(100, {(NINES[0], 0): 0.5, (NINES[1], 0): 0.5})
+    with pytest.raises(ValueError, match="gathered with another policy"):
+        H.export(write_data(tmp_path, data), base, tmp_path / "out", 4, 50.0)
+    path = write_data(tmp_path, data, policy=base)
+    with pytest.raises(ValueError, match="holds no 5-player states"):
+        H.export(path, base, tmp_path / "out", 5, 50.0)
+    out = H.export(path, base, tmp_path / "out", 4, 50.0, command="cmd")
+    pol = load_policy_file(out)
+    prov = pol.meta["provenance"]
+    assert prov["seconds"] == 251.0 and prov["command"] == "cmd"  # 250 s + 1 s of gathering
+    assert prov["tribute_table"]["mode"] == "pooled"
+    assert {tuple(k[:-1]): k[-1] for k in prov["tribute_table"]["table"]}[(8, 2)] > 0
+    d = give_data(1, {})
+    assert int(np.argmax(pol.logits(d["obs"], d["mask"])[0])) == GIVE_BASE + NINES[0]
