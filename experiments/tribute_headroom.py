@@ -295,6 +295,7 @@ def export(data_path: str | Path, base_path: str | Path, out: Path, players: int
     data's gathering seconds. The data must come from the base policy's play."""
     from agents.netpolicy import load_policy_file
 
+    base = load_policy_file(base_path)  # a PolicyFileError (a ValueError) naming a bad file
     chunks, meta = load_data(data_path)
     if meta.get("policy_sha256") != file_digest(base_path):
         raise ValueError(f"tribute-fit data {data_path} was gathered with another policy than "
@@ -304,7 +305,6 @@ def export(data_path: str | Path, base_path: str | Path, out: Path, players: int
         raise ValueError(f"{data_path} holds no {players}-player states")
     feats = FEATURE_SETS["give"][EXPORT_FEATURES]
     table = fit_table(rows(data), data, feats, "pooled", players, shrink)
-    base = load_policy_file(base_path)
     prov = dict(base.meta.get("provenance", {}))
     info = {"data": str(data_path), "data_policy_sha256": meta["policy_sha256"],
             "gather_seconds": float(meta["seconds"]), "players": players, "shrink": shrink,

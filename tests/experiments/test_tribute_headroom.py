@@ -232,6 +232,8 @@ def test_export_checks_the_data_came_from_the_policy_and_counts_its_seconds(tmp_
     path = write_data(tmp_path, data, policy=base)
     with pytest.raises(ValueError, match="holds no 5-player states"):
         H.export(path, base, tmp_path / "out", 5, 50.0)
+    with pytest.raises(ValueError, match="missing.npz"):
+        H.export(path, tmp_path / "missing.npz", tmp_path / "out", 4, 50.0)
     out = H.export(path, base, tmp_path / "out", 4, 50.0, command="cmd")
     pol = load_policy_file(out)
     prov = pol.meta["provenance"]
