@@ -192,7 +192,7 @@ def action_classes(legal: np.ndarray) -> np.ndarray:
     asked for or given back, form a class (their suits, and which dragon card, cannot change
     the game, R7); the pass and the Egg are classes of their own."""
     legal = np.asarray(legal)
-    cls = np.where(legal >= ASK_BASE, _GROUP[np.maximum(legal - ASK_BASE, 0)], -2)
+    cls = np.where(legal >= ASK_BASE, COLUMN_GROUP[np.maximum(legal - ASK_BASE, 0)], -2)
     return np.where(cls == -1, -1 - legal, cls)  # the Egg: a class of its own
 
 
@@ -276,7 +276,9 @@ def run_chunk(task: tuple[str, int, int, str, int, float, int, bool]) -> dict[st
 NCOL = NUM_ACTIONS - ASK_BASE
 _CARD = np.r_[np.arange(GIVE_BASE - ASK_BASE), np.arange(NUM_ACTIONS - GIVE_BASE)]
 _GIVE = np.r_[np.zeros(GIVE_BASE - ASK_BASE, int), np.ones(NUM_ACTIONS - GIVE_BASE, int)]
-_GROUP = np.where(_CARD < 4 * NUM_NUMBERS, _CARD // 4, np.where(_CARD < EGG, NUM_NUMBERS, -1))
+#: The card group of each tribute column (``ASK_BASE`` on): number - 1 for a numbered card,
+#: ``NUM_NUMBERS`` for a dragon card, -1 for the Egg.
+COLUMN_GROUP = np.where(_CARD < 4 * NUM_NUMBERS, _CARD // 4, np.where(_CARD < EGG, NUM_NUMBERS, -1))
 #: Parameters of the fit: a bias per column, a weight per (tribute context, group, count held)
 #: (the rows of a version-3 ``pi_counts``) and a weight per phase on the old policy's logits.
 NPARAM = NCOL + TRIBUTE_FEATURES + 2
@@ -294,9 +296,9 @@ def features(obs: np.ndarray, base: np.ndarray, max_players: int) -> np.ndarray:
     F = np.zeros((N, NCOL, NPARAM), np.float32)
     F[:, np.arange(NCOL), np.arange(NCOL)] = 1.0
     rows = np.arange(N)[:, None]
-    for j in np.flatnonzero(_GROUP >= 0):
-        k = NCOL + _BLOCK * ctx + 5 * _GROUP[j]  # (N,)
-        F[rows, j, k[:, None] + np.arange(5)] = onehot[:, _GROUP[j]]
+    for j in np.flatnonzero(COLUMN_GROUP >= 0):
+        k = NCOL + _BLOCK * ctx + 5 * COLUMN_GROUP[j]  # (N,)
+        F[rows, j, k[:, None] + np.arange(5)] = onehot[:, COLUMN_GROUP[j]]
     ask = slice(0, GIVE_BASE - ASK_BASE)
     F[:, ask, NPARAM - 2] = base[:, ASK_BASE:GIVE_BASE] - base[:, [PASS]]
     F[:, GIVE_BASE - ASK_BASE:, NPARAM - 1] = base[:, GIVE_BASE:]
@@ -354,9 +356,9 @@ def fitted_policy(policy, theta: np.ndarray, meta: dict[str, Any]):
         else:
             w[:, col] = w0[:, PASS] + a_ask * (w0[:, col] - w0[:, PASS])
             b[col] = b0[PASS] + a_ask * (b0[col] - b0[PASS]) + theta[j]
-        if _GROUP[j] >= 0:  # the blocks of its phase's contexts (asks: 0..2; gives: 3)
+        if COLUMN_GROUP[j] >= 0:  # the blocks of its phase's contexts (asks: 0..2; gives: 3)
             for c in ((3,) if _GIVE[j] else (0, 1, 2)):
-                r = _BLOCK * c + 5 * _GROUP[j]
+                r = _BLOCK * c + 5 * COLUMN_GROUP[j]
                 counts[r:r + 5, col] = theta[NCOL + r:NCOL + r + 5]
     return NetPolicy(policy.layers, (w.astype(np.float32), b.astype(np.float32)), policy.v,
                      meta, counts.astype(np.float32))
@@ -757,5 +759,5 @@ if __name__ == "__main__":
 
 
 __all__ = ["TributeFitConfig", "fit", "gather", "gather_states", "counterfactual_values",
-           "features", "design", "solve", "fitted_policy", "evaluate", "load_data",
+           "features", "design", "solve", "fitted_policy", "evaluate", "load_data", "COLUMN_GROUP",
            "concat_chunks", "interval", "main"]

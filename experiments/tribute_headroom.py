@@ -56,6 +56,7 @@ from dragons_egg_env.cards import NUM_NUMBERS
 from dragons_egg_env.observation import players_for_size
 from experiments.cli_args import int_range, table_size
 from experiments.tribute_fit import (
+    COLUMN_GROUP,
     PLAY_POLICIES,
     action_classes,
     concat_chunks,
@@ -85,10 +86,8 @@ def choice_features(obs: np.ndarray, state: np.ndarray, action: np.ndarray,
     ``count`` (how many of the group the hand holds) and, for a numbered card given back,
     ``position`` (numbers held above it, at most :data:`POSITION_CAP`; else -1)."""
     give = action >= GIVE_BASE
-    card = np.where(give, action - GIVE_BASE, action - ASK_BASE)
-    group = np.where(action == PASS, PASS_GROUP, np.where(
-        card < 4 * NUM_NUMBERS, card // 4, np.where(card < 4 * NUM_NUMBERS + 4, DRAGONS,
-                                                    EGG_GROUP)))
+    column = COLUMN_GROUP[np.maximum(action - ASK_BASE, 0)]
+    group = np.where(action == PASS, PASS_GROUP, np.where(column < 0, EGG_GROUP, column))
     counts = group_counts(obs)
     count = np.where(group <= DRAGONS, counts[state, np.minimum(group, DRAGONS)], 0)
     held = counts[:, :NUM_NUMBERS] > 0
@@ -150,8 +149,6 @@ def cross_validate(r: dict[str, np.ndarray], data: dict[str, np.ndarray], phase:
                    shrink: float, seed: int) -> dict[str, np.ndarray]:
     """Held-out gain per decision of the table policy over ``features`` (``None``: the
     oracle) in ``phase`` at ``players`` seats, per play policy. Folds are drawn per state."""
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
     sel = _phase_rows(r, data, phase, players)
     state, gain = r["state"][sel], r["gain"][sel]
     play = data["play"][state]
@@ -273,13 +270,11 @@ def table_policy(policy, table: dict[tuple[int, ...], float], meta: dict[str, An
     counts = np.zeros((TRIBUTE_FEATURES, NUM_ACTIONS), np.float32)
     block = (NUM_NUMBERS + 1) * 5 * TRIBUTE_CONTEXTS.index("give")
     top = max([0.0, *table.values()])
-    for card in range(4 * NUM_NUMBERS + 5):
-        col = GIVE_BASE + card
+    for col in range(GIVE_BASE, NUM_ACTIONS):
         w[:, col] = 0.0
         b[col] = 0.0
-        group = card // 4 if card < 4 * NUM_NUMBERS else (
-            DRAGONS if card < 4 * NUM_NUMBERS + 4 else EGG_GROUP)
-        if group == EGG_GROUP:
+        group = COLUMN_GROUP[col - ASK_BASE]
+        if group < 0:  # the Egg
             b[col] = EXPORT_SCALE * (top + 1.0)
             continue
         for c in range(5):
