@@ -4,13 +4,17 @@ batched self-play trainer (``experiments.selfplay``).
 A checkpoint is one ``.npz`` file: the weights of a multilayer perceptron (``w0``, ``b0``,
 ``w1``, ``b1``, ... for the shared layers, ``pi_w``/``pi_b`` for the action logits and
 ``v_w``/``v_b`` for the value), optionally ``pi_counts`` (a linear term added to the action
-logits, written by the tribute fit, ``experiments.tribute_fit``: in version 2 files a function
-of the own hand's number counts, :func:`count_features`; in version 3 files a function of those
-counts, the count of dragon cards held and the tribute context, :func:`tribute_features`) and
-``meta``, a JSON object with ``format`` (``"dragons-egg-policy"``), ``version``,
-``max_players`` (the observation padding it was trained with), ``obs_size``, ``num_actions``,
-``hidden`` and ``activation``, and whatever provenance the trainer records. Loading needs
-numpy only (no torch); playing one observation costs a few tens of microseconds.
+logits, written by the tribute fit, ``experiments.tribute_fit``, and the give-back table,
+``experiments.tribute_headroom``: in version 2 files a function of the own hand's number counts,
+:func:`count_features`; in version 3 files a function of those counts, the count of dragon cards
+held and the tribute context, :func:`tribute_features`; in version 4 files the same per table
+size, :func:`sized_tribute_features`), in version 4 files optionally ``pi_gate`` (per table
+size and action, a weight on the network's own logit: 0 lets ``pi_counts`` alone choose those
+actions at that size; absent, every weight is 1) and ``meta``, a JSON object with ``format``
+(``"dragons-egg-policy"``), ``version``, ``max_players`` (the observation padding it was
+trained with), ``obs_size``, ``num_actions``, ``hidden`` and ``activation``, and whatever
+provenance the trainer records. Loading needs numpy only (no torch); playing one observation
+costs a few tens of microseconds.
 
 :class:`NetAgent` plays such a file at any table size up to its ``max_players`` (observations
 of smaller tables are padded with :func:`dragons_egg_env.observation.pad`), taking the most
@@ -36,9 +40,9 @@ from .base import Agent
 
 POLICY_FORMAT = "dragons-egg-policy"
 #: The newest version written (a file without ``pi_counts`` is written as version 1).
-POLICY_VERSION = 3
+POLICY_VERSION = 4
 #: Versions this library reads (version 1 files have no ``pi_counts``).
-READ_VERSIONS = (1, 2, 3)
+READ_VERSIONS = (1, 2, 3, 4)
 #: Size of :func:`count_features`: per number 1..10, one-hot how many of its cards are held.
 COUNT_FEATURES = NUM_NUMBERS * 5
 #: Card groups of :func:`tribute_features`: the numbers 1..10, then the dragon cards.
@@ -48,8 +52,10 @@ GROUPS = NUM_NUMBERS + 1
 TRIBUTE_CONTEXTS = ("first ask", "ask after misses", "ask after a hit", "give")
 #: Size of :func:`tribute_features`: per context and group, one-hot how many cards are held.
 TRIBUTE_FEATURES = len(TRIBUTE_CONTEXTS) * GROUPS * 5
+#: Size of :func:`sized_tribute_features`: :func:`tribute_features` per table size.
+SIZED_TRIBUTE_FEATURES = len(TABLE_SIZES) * TRIBUTE_FEATURES
 #: Rows of ``pi_counts`` in each file version that has it.
-PI_COUNTS_ROWS = {2: COUNT_FEATURES, 3: TRIBUTE_FEATURES}
+PI_COUNTS_ROWS = {2: COUNT_FEATURES, 3: TRIBUTE_FEATURES, 4: SIZED_TRIBUTE_FEATURES}
 ACTIVATIONS = ("tanh", "relu")
 
 
@@ -100,19 +106,53 @@ def tribute_features(obs: np.ndarray, max_players: int) -> np.ndarray:
     return out.reshape(*obs.shape[:-1], TRIBUTE_FEATURES).astype(np.float32)
 
 
+def table_size(obs: np.ndarray, max_players: int) -> np.ndarray:
+    """How many players sit at the table of each observation (padded to ``max_players``): the
+    count of its ``seat_present`` bits."""
+    obs = np.asarray(obs)
+    f = layout(max_players).field("seat_present")
+    return np.rint(obs[..., f.start:f.start + f.size].sum(-1)).astype(np.int64)
+
+
+def size_index(obs: np.ndarray, max_players: int) -> np.ndarray:
+    """Index into :data:`dragons_egg_env.config.TABLE_SIZES` of each observation's
+    :func:`table_size`; an observation whose seat count is no table size is a ValueError."""
+    n = table_size(obs, max_players)
+    if n.size and (n.min() < TABLE_SIZES[0] or n.max() > TABLE_SIZES[-1]):
+        raise ValueError(f"an observation's seat_present bits count {int(n.min())}..{int(n.max())} "
+                         f"seats; a table has {TABLE_SIZES[0]} to {TABLE_SIZES[-1]}")
+    return n - TABLE_SIZES[0]
+
+
+def sized_tribute_features(obs: np.ndarray, max_players: int) -> np.ndarray:
+    """``(..., SIZED_TRIBUTE_FEATURES)`` float32: :func:`tribute_features` in the block of the
+    observation's table size (2, 3, ... 8 in :data:`TABLE_SIZES` order), zeros in the others.
+    A version-4 ``pi_counts`` can so treat each table size apart."""
+    obs = np.asarray(obs)
+    feats = tribute_features(obs, max_players)
+    blocks = size_index(obs, max_players)[..., None] == np.arange(len(TABLE_SIZES))
+    out = blocks[..., :, None] * feats[..., None, :]
+    return out.reshape(*obs.shape[:-1], SIZED_TRIBUTE_FEATURES).astype(np.float32)
+
+
 class NetPolicy:
     """The arrays of a policy network and a numpy forward pass (see the module docstring)."""
 
     def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], pi: tuple[np.ndarray,
                  np.ndarray], v: tuple[np.ndarray, np.ndarray], meta: dict[str, Any],
-                 pi_counts: np.ndarray | None = None) -> None:
+                 pi_counts: np.ndarray | None = None,
+                 pi_gate: np.ndarray | None = None) -> None:
         self.layers = layers
         self.pi = pi
         self.v = v
         #: ``(COUNT_FEATURES, NUM_ACTIONS)`` (version 2: logits += count_features(obs) @
-        #: pi_counts) or ``(TRIBUTE_FEATURES, NUM_ACTIONS)`` (version 3: tribute_features), or
+        #: pi_counts), ``(TRIBUTE_FEATURES, NUM_ACTIONS)`` (version 3: tribute_features),
+        #: ``(SIZED_TRIBUTE_FEATURES, NUM_ACTIONS)`` (version 4: sized_tribute_features), or
         #: None.
         self.pi_counts = pi_counts
+        #: ``(len(TABLE_SIZES), NUM_ACTIONS)``: per table size, the weight on the network's
+        #: own logit of each action (version 4 only), or None (every weight 1).
+        self.pi_gate = pi_gate
         self.meta = meta
         self.max_players = int(meta["max_players"])
         self.activation = meta.get("activation", "tanh")
@@ -127,6 +167,8 @@ class NetPolicy:
         """Masked action logits ``(..., NUM_ACTIONS)`` (illegal actions at ``-inf``)."""
         obs = np.asarray(obs, dtype=np.float32)
         z = self._trunk(obs) @ self.pi[0] + self.pi[1]
+        if self.pi_gate is not None:
+            z = z * self.pi_gate[size_index(obs, self.max_players)]
         if self.pi_counts is not None:
             z = z + self.count_term(obs)
         return np.where(np.asarray(mask, dtype=bool), z, -np.inf)
@@ -134,6 +176,8 @@ class NetPolicy:
     def count_term(self, obs: np.ndarray) -> np.ndarray:
         """``pi_counts``' part of the logits (its row count tells the file version's
         features)."""
+        if self.pi_counts.shape[0] == SIZED_TRIBUTE_FEATURES:
+            return sized_tribute_features(obs, self.max_players) @ self.pi_counts
         if self.pi_counts.shape[0] == TRIBUTE_FEATURES:
             return tribute_features(obs, self.max_players) @ self.pi_counts
         return count_features(obs) @ self.pi_counts
@@ -158,9 +202,18 @@ class NetPolicy:
             by_rows = {rows: v for v, rows in PI_COUNTS_ROWS.items()}
             if self.pi_counts.ndim != 2 or self.pi_counts.shape[0] not in by_rows:
                 raise ValueError(f"pi_counts has shape {self.pi_counts.shape}; a policy file "
-                                 f"holds ({COUNT_FEATURES}, actions) (version 2) or "
-                                 f"({TRIBUTE_FEATURES}, actions) (version 3)")
+                                 f"holds ({COUNT_FEATURES}, actions) (version 2), "
+                                 f"({TRIBUTE_FEATURES}, actions) (version 3) or "
+                                 f"({SIZED_TRIBUTE_FEATURES}, actions) (version 4)")
             version = by_rows[self.pi_counts.shape[0]]
+        if self.pi_gate is not None:
+            if version != 4:
+                raise ValueError("pi_gate needs a version-4 pi_counts "
+                                 f"({SIZED_TRIBUTE_FEATURES}, actions)")
+            if self.pi_gate.shape != (len(TABLE_SIZES), NUM_ACTIONS):
+                raise ValueError(f"pi_gate has shape {self.pi_gate.shape}; a policy file holds "
+                                 f"({len(TABLE_SIZES)}, {NUM_ACTIONS})")
+            arrays["pi_gate"] = self.pi_gate
         meta = {**self.meta, "format": POLICY_FORMAT, "version": version}
         arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
         tmp = path.with_name(path.name + ".tmp")
@@ -202,6 +255,7 @@ def _build(p: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> NetP
         pi = (arrays["pi_w"].astype(np.float32), arrays["pi_b"].astype(np.float32))
         v = (arrays["v_w"].astype(np.float32), arrays["v_b"].astype(np.float32))
         counts = arrays["pi_counts"].astype(np.float32) if "pi_counts" in arrays else None
+        gate = arrays["pi_gate"].astype(np.float32) if "pi_gate" in arrays else None
         m = int(meta["max_players"])
     except (KeyError, TypeError, ValueError) as exc:
         raise PolicyFileError(f"policy file {p} is incomplete: {exc}") from None
@@ -221,10 +275,15 @@ def _build(p: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> NetP
         if meta.get("version") == 1:
             raise PolicyFileError(f"policy file {p}: version 1 has no 'pi_counts' array")
         shapes_ok &= counts.shape == (PI_COUNTS_ROWS[meta["version"]], NUM_ACTIONS)
+    if gate is not None:
+        if meta.get("version") != 4 or counts is None:
+            raise PolicyFileError(f"policy file {p}: only version 4 (with 'pi_counts') has a "
+                                  f"'pi_gate' array")
+        shapes_ok &= gate.shape == (len(TABLE_SIZES), NUM_ACTIONS)
     if not shapes_ok:
         raise PolicyFileError(f"policy file {p}: weight shapes do not fit observations of "
                               f"{size} values and {NUM_ACTIONS} actions")
-    return NetPolicy(layers, pi, v, meta, counts)
+    return NetPolicy(layers, pi, v, meta, counts, gate)
 
 
 _CACHE: dict[tuple[str, float], NetPolicy] = {}

@@ -243,43 +243,54 @@ def validate(r: dict[str, np.ndarray], data: dict[str, np.ndarray], features: st
     return out
 
 
-#: The give-back feature set a policy file of version 3 can hold (its ``pi_counts`` has a
-#: weight per tribute context, card group and count held, :func:`agents.netpolicy.
-#: tribute_features`).
+#: The give-back feature set a policy file of version 4 can hold (its ``pi_counts`` has a
+#: weight per table size, tribute context, card group and count held,
+#: :func:`agents.netpolicy.sized_tribute_features`).
 EXPORT_FEATURES = "group"
-#: Logit units per unit of table score in an exported policy: far above the network's own
-#: logits, so the table decides the give-back.
+#: Logit units per unit of table score in an exported policy (the give columns' own logits
+#: are switched off at the table's size, so only the table's order matters).
 EXPORT_SCALE = 1000.0
 
 
-def table_policy(policy, table: dict[tuple[int, ...], float], meta: dict[str, Any]):
+def table_policy(policy, table: dict[tuple[int, ...], float], meta: dict[str, Any],
+                 players: int):
     """``policy`` (a :class:`agents.netpolicy.NetPolicy` without ``pi_counts``) with its
-    give-back chosen by a give-back ``table`` over (group, count): the give columns' own
-    logits are zeroed and the table's scores, times :data:`EXPORT_SCALE`, are written into
-    the give-back block of a version-3 ``pi_counts``. Play, the pass and the asks are left
-    exactly as they were. A key the table lacks scores 0. The Egg, where the rules let it be
-    given back (R33; no data holds such states), scores above every key, as in H9. Among the
-    cards of the best key the first legal column is given (suits cannot change the game, R7);
-    :class:`TableTribute` keeps the heuristic's choice on ties instead."""
-    from agents.netpolicy import TRIBUTE_CONTEXTS, TRIBUTE_FEATURES, NetPolicy
+    give-back at ``players`` seats chosen by a give-back ``table`` over (group, count), as a
+    version-4 policy: at that table size the give columns' own logits are switched off
+    (``pi_gate`` 0) and the table's scores, times :data:`EXPORT_SCALE`, are written into that
+    size's give-back block of ``pi_counts``. Every other table size, and play, the pass and
+    the asks at every size, are left exactly as they were. A key the table lacks scores 0.
+    The Egg, where the rules let it be given back (R33; no data holds such states), scores
+    above every key, as in H9. Among the cards of the best key the first legal column is
+    given (suits cannot change the game, R7); :class:`TableTribute` keeps the heuristic's
+    choice on ties instead."""
+    from agents.netpolicy import (
+        SIZED_TRIBUTE_FEATURES,
+        TRIBUTE_CONTEXTS,
+        TRIBUTE_FEATURES,
+        NetPolicy,
+    )
+    from dragons_egg_env.config import TABLE_SIZES
 
-    if policy.pi_counts is not None:
+    if policy.pi_counts is not None or policy.pi_gate is not None:
         raise ValueError("the base policy already has a tribute term (pi_counts); export "
                          "from the policy it came from")
-    w, b = (x.astype(np.float32).copy() for x in policy.pi)
-    counts = np.zeros((TRIBUTE_FEATURES, NUM_ACTIONS), np.float32)
-    block = (NUM_NUMBERS + 1) * 5 * TRIBUTE_CONTEXTS.index("give")
+    if players not in TABLE_SIZES:
+        raise ValueError(f"players must be one of {TABLE_SIZES}, not {players}")
+    size = TABLE_SIZES.index(players)
+    gate = np.ones((len(TABLE_SIZES), NUM_ACTIONS), np.float32)
+    gate[size, GIVE_BASE:] = 0.0
+    counts = np.zeros((SIZED_TRIBUTE_FEATURES, NUM_ACTIONS), np.float32)
+    block = size * TRIBUTE_FEATURES + (NUM_NUMBERS + 1) * 5 * TRIBUTE_CONTEXTS.index("give")
     top = max([0.0, *table.values()])
     for col in range(GIVE_BASE, NUM_ACTIONS):
-        w[:, col] = 0.0
-        b[col] = 0.0
         group = COLUMN_GROUP[col - ASK_BASE]
-        if group < 0:  # the Egg
-            b[col] = EXPORT_SCALE * (top + 1.0)
-            continue
-        for c in range(5):
-            counts[block + 5 * group + c, col] = EXPORT_SCALE * table.get((group, c), 0.0)
-    return NetPolicy(policy.layers, (w, b), policy.v, meta, counts)
+        for c in range(5):  # exactly one count of each group is held, so one row is active
+            if group < 0:  # the Egg, scored on the dragon group's rows
+                counts[block + 5 * NUM_NUMBERS + c, col] = EXPORT_SCALE * (top + 1.0)
+            else:
+                counts[block + 5 * group + c, col] = EXPORT_SCALE * table.get((group, c), 0.0)
+    return NetPolicy(policy.layers, policy.pi, policy.v, meta, counts, gate)
 
 
 def export(data_path: str | Path, base_path: str | Path, out: Path, players: int,
@@ -310,7 +321,7 @@ def export(data_path: str | Path, base_path: str | Path, out: Path, players: int
                 "tribute_table": info}
     if command:
         new_prov["command"] = command
-    pol = table_policy(base, table, {**base.meta, "provenance": new_prov})
+    pol = table_policy(base, table, {**base.meta, "provenance": new_prov}, players)
     out.mkdir(parents=True, exist_ok=True)
     path = pol.save(out / "policy.npz")
     path.with_suffix(".json").write_text(json.dumps(new_prov, indent=1) + "\n")

@@ -1,5 +1,6 @@
 """The counterfactual tribute fit (``experiments.tribute_fit``) and the policy-file term it
-writes (``pi_counts``: policy files of version 3; version 2 files still load)."""
+writes (``pi_counts``: policy files of version 3; version 2 files still load), and the
+per-table-size term of version 4 files (``experiments.tribute_headroom`` writes them)."""
 
 import json
 import random
@@ -12,18 +13,20 @@ from agents import make_agent
 from agents.heuristic import HeuristicAgent
 from agents.netpolicy import (
     COUNT_FEATURES,
+    SIZED_TRIBUTE_FEATURES,
     TRIBUTE_FEATURES,
     NetPolicy,
     PolicyFileError,
     count_features,
     load_policy_file,
+    sized_tribute_features,
     tribute_context,
     tribute_features,
 )
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
 from dragons_egg_env.cards import BEAST, DRAGON_MASK
-from dragons_egg_env.config import RulesConfig
+from dragons_egg_env.config import TABLE_SIZES, RulesConfig
 from dragons_egg_env.observation import OBS_PHASES, Encoder, layout
 from experiments import tribute_fit as T
 
@@ -120,6 +123,56 @@ def test_policy_file_version_3_round_trips(tmp_path):
     # a term of neither size is refused when it is saved, by name
     with pytest.raises(ValueError, match="pi_counts has shape"):
         NetPolicy(base.layers, base.pi, base.v, base.meta, counts[:30]).save(tmp_path / "x.npz")
+
+
+def test_policy_file_version_4_treats_each_table_size_apart(tmp_path):
+    base = load_policy_file(small_policy(tmp_path / "p.npz"))
+    rng = np.random.default_rng(3)
+    counts = rng.normal(size=(SIZED_TRIBUTE_FEATURES, NUM_ACTIONS)).astype(np.float32)
+    gate = (rng.random((len(TABLE_SIZES), NUM_ACTIONS)) < 0.5).astype(np.float32)
+    obs = rng.integers(0, 2, (14, layout(8).size)).astype(np.float32)
+    seats = layout(8).field("seat_present")
+    obs[:, seats.start:seats.start + seats.size] = 0.0
+    sizes = np.tile(np.array(TABLE_SIZES), 2)
+    for i, n in enumerate(sizes):
+        obs[i, seats.start:seats.start + n] = 1.0
+    feats = sized_tribute_features(obs, 8).reshape(14, len(TABLE_SIZES), TRIBUTE_FEATURES)
+    for i, n in enumerate(sizes):  # the tribute features sit in the block of the table size
+        k = TABLE_SIZES.index(n)
+        np.testing.assert_array_equal(feats[i, k], tribute_features(obs[i], 8))
+        assert not np.delete(feats[i], k, axis=0).any()
+    path = NetPolicy(base.layers, base.pi, base.v, base.meta, counts, gate).save(tmp_path / "v4")
+    again = load_policy_file(path)
+    assert again.meta["version"] == 4
+    mask = np.ones((14, NUM_ACTIONS), bool)
+    own = base.logits(obs, mask) * gate[sizes - TABLE_SIZES[0]]
+    np.testing.assert_allclose(again.logits(obs, mask),
+                               own + sized_tribute_features(obs, 8) @ counts,
+                               rtol=1e-5, atol=1e-4)
+    # an observation with no table size is refused by name, not read as another size
+    empty = obs[:1].copy()
+    empty[:, seats.start:seats.start + seats.size] = 0.0
+    with pytest.raises(ValueError, match="seat_present"):
+        again.logits(empty, mask[:1])
+    # a gate without a version-4 term, or of the wrong shape, is refused on save and on load
+    with pytest.raises(ValueError, match="pi_gate needs a version-4"):
+        NetPolicy(base.layers, base.pi, base.v, base.meta, counts[:TRIBUTE_FEATURES],
+                  gate).save(tmp_path / "x.npz")
+    with pytest.raises(ValueError, match="pi_gate has shape"):
+        NetPolicy(base.layers, base.pi, base.v, base.meta, counts,
+                  gate[:3]).save(tmp_path / "x.npz")
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    for key, value, message in (("pi_gate", gate[:, :10], "shapes"),
+                                ("pi_counts", counts[:TRIBUTE_FEATURES], "shapes")):
+        np.savez(tmp_path / "bad.npz", **{**arrays, key: value})
+        with pytest.raises(PolicyFileError, match=message):
+            load_policy_file(tmp_path / "bad.npz")
+    meta3 = json.dumps({**again.meta, "version": 3}).encode()
+    np.savez(tmp_path / "bad.npz", **{**arrays, "pi_counts": counts[:TRIBUTE_FEATURES],
+                                      "meta": np.frombuffer(meta3, np.uint8)})
+    with pytest.raises(PolicyFileError, match="only version 4"):
+        load_policy_file(tmp_path / "bad.npz")
 
 
 def test_policy_file_version_2_round_trips_and_is_checked(tmp_path):

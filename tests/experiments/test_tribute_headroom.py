@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
-from dragons_egg_env.cards import BEAST, DARKLORD
+from dragons_egg_env.cards import BEAST, DARKLORD, EGG
 from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.engine import Phase
 from dragons_egg_env.observation import OBS_PHASES, layout
@@ -26,6 +26,8 @@ def give_data(n_states, gains, play_of=lambda i: i % 2, players=4):
     obs = np.zeros((n_states, size), np.float32)
     obs[:, list(HAND)] = 1.0
     obs[:, layout(8).field("phase").start + OBS_PHASES.index(Phase.GIVE)] = 1.0
+    seats = layout(8).field("seat_present").start
+    obs[:, seats:seats + players] = 1.0
     mask = np.zeros((n_states, NUM_ACTIONS), bool)
     mask[:, [GIVE_BASE + c for c in HAND]] = True
     play = np.array([play_of(i) for i in range(n_states)])
@@ -179,8 +181,6 @@ def test_validation_plays_the_table_in_the_tribute_analysis(tmp_path):
 
 
 def test_the_egg_given_back_is_a_class_of_its_own_in_every_state():
-    from dragons_egg_env.cards import EGG
-
     d = give_data(5, {})
     d["obs"][:, EGG] = 1.0
     d["mask"][:, GIVE_BASE + EGG] = True  # egg_in_tribute (R33)
@@ -194,30 +194,45 @@ def test_the_egg_given_back_is_a_class_of_its_own_in_every_state():
 def test_an_exported_policy_gives_back_by_the_table_and_plays_as_before(tmp_path):
     from support import small_policy
 
-    from agents.netpolicy import TRIBUTE_FEATURES, load_policy_file
+    from agents.netpolicy import SIZED_TRIBUTE_FEATURES, load_policy_file
 
     base = load_policy_file(small_policy(tmp_path / "base.npz", seed=3))
     table = {(8, 2): 0.05, (6, 1): -0.01, (2, 1): 0.02, (H.DRAGONS, 1): -0.3}
-    pol = H.table_policy(base, table, dict(base.meta))
-    assert pol.pi_counts.shape == (TRIBUTE_FEATURES, NUM_ACTIONS)
+    pol = H.table_policy(base, table, dict(base.meta), 4)
+    assert pol.pi_counts.shape == (SIZED_TRIBUTE_FEATURES, NUM_ACTIONS)
     d = give_data(1, {})
     obs, mask = d["obs"], d["mask"]
     assert int(np.argmax(pol.logits(obs, mask)[0])) == GIVE_BASE + NINES[0]  # key (8, 2)
+    egg_obs, egg_mask = obs.copy(), mask.copy()
+    egg_obs[:, EGG] = 1.0
+    egg_mask[:, GIVE_BASE + EGG] = True  # egg_in_tribute (R33): the Egg goes first (H9)
+    assert int(np.argmax(pol.logits(egg_obs, egg_mask)[0])) == GIVE_BASE + EGG
+    again = load_policy_file(pol.save(tmp_path / "table.npz"))
+    assert again.meta["version"] == 4
+    np.testing.assert_array_equal(again.logits(obs, mask), pol.logits(obs, mask))
     for table2, want in (({(2, 1): 0.3}, THREE), ({(6, 1): 0.1, (8, 2): -0.2}, SEVEN)):
-        p2 = H.table_policy(base, table2, dict(base.meta))
+        p2 = H.table_policy(base, table2, dict(base.meta), 4)
         agent = H.TableTribute(table2, ("group", "count"), seed=0)
         agent.start_match(0, RulesConfig(), 8)
         assert int(np.argmax(p2.logits(obs, mask)[0])) == GIVE_BASE + want
         assert agent.act(obs[0], mask[0]) == GIVE_BASE + want
-    # Every other column (play, the pass, the asks) keeps the base policy's logits.
+    # At every other table size the give-back, and at every size every other column (play,
+    # the pass, the asks), keep the base policy's logits exactly.
+    for n in (2, 3, 5, 8):
+        other = give_data(1, {}, players=n)["obs"]
+        np.testing.assert_array_equal(pol.logits(other, mask), base.logits(other, mask))
     rng = np.random.default_rng(0)
     x = (rng.random((16, obs.shape[1])) < 0.2).astype(np.float32)
+    seats = layout(8).field("seat_present")
+    x[:, seats.start:seats.start + seats.size] = 0.0
+    x[:, seats.start:seats.start + 4] = 1.0
     every = np.ones((16, NUM_ACTIONS), bool)
     keep = np.arange(NUM_ACTIONS) < GIVE_BASE
-    np.testing.assert_allclose(pol.logits(x, every)[:, keep], base.logits(x, every)[:, keep],
-                               rtol=1e-6)
+    np.testing.assert_array_equal(pol.logits(x, every)[:, keep], base.logits(x, every)[:, keep])
     with pytest.raises(ValueError, match="already has a tribute term"):
-        H.table_policy(pol, table, dict(base.meta))
+        H.table_policy(pol, table, dict(base.meta), 4)
+    with pytest.raises(ValueError, match="players must be one of"):
+        H.table_policy(base, table, dict(base.meta), 9)
 
 
 def test_export_checks_the_data_came_from_the_policy_and_counts_its_seconds(tmp_path):
