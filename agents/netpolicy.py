@@ -188,7 +188,8 @@ class NetPolicy:
         return (h @ self.v[0] + self.v[1])[..., 0]
 
     def save(self, path: str | Path) -> Path:
-        """Write the policy to ``path`` (``.npz``), atomically (a temporary file, renamed)."""
+        """Write the policy to ``path`` (a compressed ``.npz``), atomically (a temporary file,
+        renamed)."""
         path = Path(path)
         arrays: dict[str, np.ndarray] = {}
         for i, (w, b) in enumerate(self.layers):
@@ -218,7 +219,7 @@ class NetPolicy:
         arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
+            np.savez_compressed(f, **arrays)
         tmp.replace(path)
         return path
 
