@@ -27,6 +27,10 @@ those values how much room the heuristic's rules H8/H9 leave, by cross-validatio
    (:mod:`experiments.tribute_analysis`: fresh duplicate deal sequences, each play policy of
    ``--validate-play``) against the heuristic's tribute: what the cross-validated gain is
    worth in play.
+5. ``--export-policy BASE.npz`` writes ``OUT/policy.npz``: the base policy (the one the data
+   was gathered with) whose give-back at ``--players`` seats is the pooled table over card
+   group and count (a version-4 policy file, :func:`table_policy`); every other table size
+   plays exactly as the base. The package's ``ppo`` agent is such a file.
 
 So a learned tribute with these features can beat the heuristic by about the best held-out
 gain per decision, times the decisions per deal sequence; the tribute analysis needs deal
@@ -34,7 +38,8 @@ sequences enough to show that much.
 
 ``python -m experiments.tribute_headroom --data runs/tribute-fit-v3b/data.npz
 [--players 4] [--folds 2] [--shrink 50] [--seed 0] [--validate-deals 20000
---validate-play ppo,heuristic --workers 2] [--out results/tribute-fit/headroom]``
+--validate-play ppo,heuristic --workers 2] [--export-policy BASE.npz]
+[--out results/tribute-fit/headroom]``
 """
 
 from __future__ import annotations
@@ -474,7 +479,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="processes for the validation (the results do not depend on it)")
     p.add_argument("--export-policy", default="",
                    help="also write OUT/policy.npz: this policy file (the one the data was "
-                   "gathered with) giving back by the pooled table over card group and count")
+                   "gathered with) giving back by the pooled table over card group and count "
+                   "at --players seats only")
     p.add_argument("--out", default="runs/tribute-headroom")
     args = p.parse_args(argv)
     if not args.shrink >= 0:
