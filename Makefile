@@ -12,16 +12,16 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch's CPU build first: an unpinned torch would pull a CUDA build of several GB
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test,experiments,render,train,rllib]'
+	$(PY) -m pip install --quiet -e '.[test,docs,all]'
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m experiments.main_job
+	$(PY) -m dragons_egg.experiments.main_job
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -n 2 --dist loadfile -q
+	$(VENV)/bin/pytest -n 2 --dist loadfile -q
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -29,10 +29,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test,bench]'
-	$(PY) -m experiments.bench
+	$(PY) -m dragons_egg.experiments.bench
 
 docs: $(STAMP)
-	$(PY) -m experiments.docs
+	$(PY) -m dragons_egg.experiments.docs
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -1,6 +1,6 @@
 """Agents for Dragon's Egg, found by name.
 
->>> from agents import make_agent
+>>> from dragons_egg.agents import make_agent
 >>> bot = make_agent("ismcts:iterations=400", seed=1)
 
 An agent spec is one of
@@ -121,7 +121,7 @@ def _check_factory(what: str, obj: Any) -> Callable[..., Agent]:
     if isinstance(obj, type):
         if not issubclass(obj, Agent):
             raise AgentSpecError(f"{what} is not an agent: a class used as an agent must "
-                                 "subclass agents.Agent")
+                                 "subclass dragons_egg.agents.Agent")
     elif not callable(obj):
         raise AgentSpecError(f"{what} is not an agent class or factory function")
     return obj

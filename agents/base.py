@@ -27,7 +27,7 @@ class Agent:
     #: The agent's action depends on its observation and action mask alone (and its random
     #: generator): no memory across moves, rounds or matches, and the rules only as far as
     #: decoding the observation needs them. Such an agent can play seats of many matches at
-    #: once from one object (the self-play league, ``experiments.selfplay``'s
+    #: once from one object (the self-play league, ``dragons_egg.experiments.selfplay``'s
     #: ``league_agents``).
     memoryless: bool = False
 
@@ -42,7 +42,7 @@ class Agent:
     def check_options(cls, **options: Any) -> None:
         """Check an agent's options when its spec is read, before anything heavy loads.
 
-        Called by :func:`agents.parse_spec` with every option of the constructor but
+        Called by :func:`dragons_egg.agents.parse_spec` with every option of the constructor but
         ``seed`` (the spec's values, converted, over the defaults); raise ``ValueError`` with a
         one-line message naming the bad option. Cheap checks only (a file exists, a number
         is in range): no model loading, no torch or ray. The default accepts everything."""
@@ -51,7 +51,7 @@ class Agent:
     def table_limit(cls, **options: Any) -> int | None:
         """The largest table this agent can play with these options (``None``: any table).
 
-        :func:`agents.check_spec_for_table` calls it with the same options as
+        :func:`dragons_egg.agents.check_spec_for_table` calls it with the same options as
         :meth:`check_options`; a learned policy reads the table size it was trained for from
         its checkpoint here, cheaply."""
         return None
@@ -77,7 +77,8 @@ class Agent:
 
         The default calls :meth:`act` row by row. An agent that overrides it promises the
         same actions as :meth:`act` row by row, only faster, so a caller may batch the seats
-        of many matches into one call (``agents.batched.AgentPolicy``, the self-play league).
+        of many matches into one call (``dragons_egg.agents.batched.AgentPolicy``, the self-play
+        league).
         Agents that are not :attr:`memoryless` raise ``TypeError``: their rows depend on what
         each of them saw before."""
         if not self.memoryless:

@@ -2,14 +2,16 @@
 
 ``dragons_egg_env.vector_env.SingleAgentVectorEnv`` takes batched policies as opponents.
 :class:`AgentPolicy` turns an existing agent (a spec such as ``"heuristic"``,
-``"ismcts:iterations=50"``, ``"ppo:path=snap.zip"``, an :class:`agents.AgentSpec`, or any
+``"ismcts:iterations=50"``, ``"ppo:path=snap.zip"``, an :class:`dragons_egg.agents.AgentSpec`, or
+any
 factory ``seed -> agent``) into one: it keeps one agent object per (match, seat) it plays,
 tells it ``start_match`` at every new match and ``end_round`` at every round end, and calls
 ``agent.act`` row by row.
 
 It is slow by design: Python per match and per move, exactly as fast as the agent itself (a
 batched torch policy called once per engine step is the fast path). A memoryless agent with
-its own :meth:`agents.base.Agent.act_batch` (the heuristic) plays all its rows in one call.
+its own :meth:`dragons_egg.agents.base.Agent.act_batch` (the heuristic) plays all its rows in one
+call.
 Agent objects are reused across the matches of a slot (``start_match`` resets them), made on
 first use with a seed derived from ``seed``, the match slot and the seat, so a seeded env
 plays the same games.

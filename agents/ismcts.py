@@ -1,7 +1,8 @@
 """``ismcts``: information-set Monte Carlo tree search over sampled determinizations.
 
 Single-observer ISMCTS (Cowling, Powley and Whitehouse, 2012): every iteration samples a full
-state consistent with what the player knows (:func:`agents.sampling.sample_world`), descends
+state consistent with what the player knows (:func:`dragons_egg.agents.sampling.sample_world`),
+descends
 one shared tree of action sequences, choosing among the actions legal in that determinization
 by UCB1 with availability counts from the point of view of the player to move, expands one new
 action, finishes the round with a fast rollout policy and backs up every seat's round reward
@@ -49,7 +50,8 @@ def _random_bit(m: int, rng: random.Random) -> int:
 
 
 def heuristic_rollout_action(s: E.State, rng: random.Random, epsilon: float) -> int:
-    """The ``heuristic`` agent's rules H1..H9 (:func:`agents.heuristic.heuristic_action`, the
+    """The ``heuristic`` agent's rules H1..H9
+    (:func:`dragons_egg.agents.heuristic.heuristic_action`, the
     same function the agent calls) on the engine state of the sampled world, with a share
     ``epsilon`` of uniformly random moves."""
     m = E.legal_mask(s)
@@ -61,7 +63,8 @@ def heuristic_rollout_action(s: E.State, rng: random.Random, epsilon: float) -> 
 
 
 def greedy_rollout_action(s: E.State, rng: random.Random, epsilon: float) -> int:
-    """The ``greedy`` agent's rule (:func:`agents.simple.greedy_mask`; it reads only the legal
+    """The ``greedy`` agent's rule (:func:`dragons_egg.agents.simple.greedy_mask`; it reads only
+    the legal
     actions) with a share ``epsilon`` of uniformly random moves."""
     m = E.legal_mask(s)
     if not m & (m - 1):

@@ -1,11 +1,13 @@
 """A policy network saved as plain arrays, played with numpy: the checkpoint format of the
-batched self-play trainer (``experiments.selfplay``).
+batched self-play trainer (``dragons_egg.experiments.selfplay``).
 
 A checkpoint is one ``.npz`` file: the weights of a multilayer perceptron (``w0``, ``b0``,
 ``w1``, ``b1``, ... for the shared layers, ``pi_w``/``pi_b`` for the action logits and
 ``v_w``/``v_b`` for the value), optionally ``pi_counts`` (a linear term added to the action
-logits, written by the tribute fit, ``experiments.tribute_fit``, and the give-back table,
-``experiments.tribute_headroom``: in version 2 files a function of the own hand's number counts,
+logits, written by the tribute fit, ``dragons_egg.experiments.tribute_fit``, and the give-back
+table,
+``dragons_egg.experiments.tribute_headroom``: in version 2 files a function of the own hand's
+number counts,
 :func:`count_features`; in version 3 files a function of those counts, the count of dragon cards
 held and the tribute context, :func:`tribute_features`; in version 4 files the same per table
 size, :func:`sized_tribute_features`), in version 4 files optionally ``pi_gate`` (per table

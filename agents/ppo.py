@@ -1,12 +1,14 @@
 """``ppo``: a policy trained with PPO, from a checkpoint.
 
 ``ppo`` alone plays the agent shipped inside the package (``agents/data/ppo_dragons_egg.npz``,
-trained by the batched self-play trainer ``experiments.selfplay``; it plays every table size
+trained by the batched self-play trainer ``dragons_egg.experiments.selfplay``; it plays every table
+size
 2..8). ``ppo:path=FILE`` plays any checkpoint of either format:
 
-- a ``.npz`` policy file (:mod:`agents.netpolicy`, written by ``experiments.selfplay``), played
+- a ``.npz`` policy file (:mod:`dragons_egg.agents.netpolicy`, written by
+  ``dragons_egg.experiments.selfplay``), played
   with numpy, no torch needed;
-- a Stable-Baselines3 MaskablePPO ``.zip`` (``experiments.train_ppo``), loaded with the
+- a Stable-Baselines3 MaskablePPO ``.zip`` (``dragons_egg.experiments.train_ppo``), loaded with the
   ``train`` extra (torch, stable-baselines3, sb3-contrib), on one torch thread unless
   ``DRAGONS_EGG_TORCH_THREADS`` says otherwise. The agent shipped with 0.1.0 and 0.2.0 is one:
   ``ppo:path=agents/data/ppo_sb3_0.1.zip`` (:data:`PREVIOUS`).
@@ -60,8 +62,8 @@ def _torch_threads() -> None:
 def _check_file(p: Path) -> None:
     if p.is_dir():
         raise CheckpointError(f"checkpoint {p} is a directory, not a checkpoint file (a .npz "
-                              "written by experiments.selfplay or a .zip written by "
-                              "experiments.train_ppo)")
+                              "written by dragons_egg.experiments.selfplay or a .zip written by "
+                              "dragons_egg.experiments.train_ppo)")
     if not p.exists():
         raise CheckpointError(f"checkpoint {p} does not exist")
     if not p.is_file():
@@ -137,7 +139,7 @@ def check_checkpoint(path: str | Path = "") -> None:
 
 def load_policy(path: str | Path) -> Any:
     """Load (once per process and file version) a MaskablePPO checkpoint for inference (an
-    SB3 zip; :mod:`agents.netpolicy` reads ``.npz`` policies)."""
+    SB3 zip; :mod:`dragons_egg.agents.netpolicy` reads ``.npz`` policies)."""
     p = Path(path)
     _check_file(p)
     key = (str(p.resolve()), p.stat().st_mtime)
@@ -174,7 +176,8 @@ def table_message(path: str, players: int, table: int) -> str:
     what = f"checkpoint {path}" if path else "the shipped ppo agent"
     return (f"{what} was trained for tables of up to {players} players and cannot play a "
             f"table of {table}; the shipped ppo agent plays every table size, or train one "
-            f"for larger tables with python -m experiments.selfplay --max-players {table}")
+            f"for larger tables with python -m dragons_egg.experiments.selfplay "
+            f"--max-players {table}")
 
 
 class PPOAgent(Agent):

@@ -1,7 +1,8 @@
 """The simplest opponents: ``random`` (uniform over legal actions) and ``greedy``.
 
 The greedy rule is one function over the legal-action bitmask, :func:`greedy_mask`
-(:func:`greedy_action` on a :class:`~agents.heuristic.RuleContext`): the ``greedy`` agent and
+(:func:`greedy_action` on a :class:`~dragons_egg.agents.heuristic.RuleContext`): the ``greedy``
+agent and
 the ISMCTS ``rollout=greedy`` policy both call it, so they always choose the same action.
 """
 

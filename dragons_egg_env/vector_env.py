@@ -14,7 +14,8 @@ Opponents are batched policies:
   and ``(k, 134)`` bool masks of the ``k`` matches where it is to act and returning ``k`` int
   actions (a torch policy, a frozen snapshot, a numpy rule);
 - a :class:`MatchAwarePolicy` (``start_matches``, ``act_rows``, ``end_rounds``), which is also
-  told the matches and seats of its rows; ``agents.batched.AgentPolicy`` is one, seating any
+  told the matches and seats of its rows; ``dragons_egg.agents.batched.AgentPolicy`` is one,
+  seating any
   scalar agent (``heuristic``, ``ismcts``, ``ppo:path=...``) with one agent object per match
   and seat.
 
@@ -53,7 +54,8 @@ BatchedPolicy = Callable[[np.ndarray, np.ndarray], Any]
 
 @runtime_checkable
 class MatchAwarePolicy(Protocol):
-    """A batched policy that keeps state per match and seat (``agents.batched.AgentPolicy``).
+    """A batched policy that keeps state per match and seat
+    (``dragons_egg.agents.batched.AgentPolicy``).
 
     The env calls :meth:`start_matches` when matches (re)start, :meth:`act_rows` instead of
     ``policy(obs, mask)``, and :meth:`end_rounds` when rounds end in matches where the policy
@@ -154,9 +156,9 @@ class SingleAgentVectorEnv(gymnasium.vector.VectorEnv):
         for p in pool:
             if isinstance(p, str):
                 raise TypeError(f"opponent {p!r} is a spec string, which this package does not "
-                                f"resolve: pass agents.batched.AgentPolicy({p!r})")
+                                f"resolve: pass dragons_egg.agents.batched.AgentPolicy({p!r})")
             if not (isinstance(p, MatchAwarePolicy) or callable(p)):
-                hint = (" (a scalar agent: wrap it in agents.batched.AgentPolicy)"
+                hint = (" (a scalar agent: wrap it in dragons_egg.agents.batched.AgentPolicy)"
                         if hasattr(p, "act") else "")
                 raise TypeError(f"an opponent is a callable (obs, mask) -> actions or a "
                                 f"MatchAwarePolicy, got {p!r}{hint}")

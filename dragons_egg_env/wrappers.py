@@ -12,14 +12,17 @@ Opponents in the pool may be:
 
 - factories: any object with a ``make(seed) -> agent`` method, called once per episode and
   seat with a seed drawn from the episode seed, so every episode gets fresh, seeded opponents
-  (``agents.AgentSpec("heuristic")`` or ``AgentSpec("ppo:path=snap.zip")`` make agents from a
+  (``dragons_egg.agents.AgentSpec("heuristic")`` or ``AgentSpec("ppo:path=snap.zip")`` make agents
+  from a
   spec string; they are picklable, so the pool travels to ``SubprocVecEnv`` workers);
-- agent objects (with ``start_match``, ``act`` and ``end_round``, as :class:`agents.base.Agent`
+- agent objects (with ``start_match``, ``act`` and ``end_round``, as
+  :class:`dragons_egg.agents.base.Agent`
   has), reused as they are;
 - any callable ``(observation, action_mask) -> action``.
 
 This package resolves no spec strings (it imports nothing from ``agents``): a plain string in
-the pool is a ``TypeError`` that says to wrap it in ``agents.AgentSpec``. There is no default
+the pool is a ``TypeError`` that says to wrap it in ``dragons_egg.agents.AgentSpec``. There is no
+default
 pool: ``opponents`` is required. The learner's seat and the table size are drawn per episode
 from the given sets, from the episode seed.
 
@@ -162,7 +165,7 @@ class SingleAgentEnv(gymnasium.Env):
         for opp in pool:
             if isinstance(opp, str):
                 raise TypeError(f"opponent {opp!r} is a spec string, which this package does not "
-                                f"resolve: pass agents.AgentSpec({opp!r})")
+                                f"resolve: pass dragons_egg.agents.AgentSpec({opp!r})")
             if not (isinstance(opp, OpponentFactory) or hasattr(opp, "act") or callable(opp)):
                 raise TypeError(f"an opponent is a factory with make(seed), an agent with act() "
                                 f"or a callable (observation, mask) -> action; got {opp!r}")

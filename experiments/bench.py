@@ -1,6 +1,7 @@
 """Throughput benchmark: steps per second of uniformly random legal play, on one CPU core.
 
-Run ``python -m experiments.bench`` (or ``dragons-egg-bench``); ``--help`` lists the options.
+Run ``python -m dragons_egg.experiments.bench`` (or ``dragons-egg-bench``); ``--help`` lists the
+options.
 ``docs/benchmark.md`` explains the method and records figures.
 
 Every measurement plays whole episodes of uniformly random legal actions (drawn with one seeded
@@ -572,7 +573,7 @@ DESCRIPTION = ("Steps per second of uniformly random legal play, pinned to one C
                "installed; pip install 'dragons-egg[bench]').")
 
 
-def build_parser(prog: str = "python -m experiments.bench") -> argparse.ArgumentParser:
+def build_parser(prog: str = "python -m dragons_egg.experiments.bench") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
     add_arguments(p)
     return p

@@ -1,6 +1,7 @@
 """Replays as pictures: an animated GIF or numbered PNG frames, one frame per step.
 
-``python -m experiments.gif REPLAY.json OUT.gif [--viewer player_0] [--deck-style tarokka]
+``python -m dragons_egg.experiments.gif REPLAY.json OUT.gif [--viewer player_0] [--deck-style
+tarokka]
 [--fps 2] [--frames-dir DIR]``
 
 Frame ``k`` is the table after the first ``k`` recorded actions (frame 0: after the deal), drawn
@@ -209,7 +210,7 @@ def replay_to_frames(replay: dict[str, Any] | str | Path, out_dir: str | Path,
 DESCRIPTION = "Draw a saved Dragon's Egg replay as an animated GIF (or PNG frames)."
 
 
-def build_parser(prog: str = "python -m experiments.gif") -> argparse.ArgumentParser:
+def build_parser(prog: str = "python -m dragons_egg.experiments.gif") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
     add_arguments(p)
     return p

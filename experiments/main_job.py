@@ -1,6 +1,7 @@
 """The main job (the README's first command): train briefly, evaluate, report.
 
-1. Train a fresh agent with the batched self-play trainer (:mod:`experiments.selfplay`, its
+1. Train a fresh agent with the batched self-play trainer (:mod:`dragons_egg.experiments.selfplay`,
+its
    default settings: every table size 2..8, all seats learning) for ``--samples`` learner
    samples, evaluated against three ``heuristic`` players every ``--samples / 4``.
 2. Run a duplicate-deal tournament at 4 players between the fresh agent (``fresh``), the agent
@@ -12,7 +13,8 @@
 About 5 minutes on 2 cores with the defaults (4M samples, 200 matches), after set-up
 (5 min 18 s measured beside a 2-worker ISMCTS tournament).
 
-``python -m experiments.main_job [--out runs/main] [--samples N] [--matches N] [--seed N]``
+``python -m dragons_egg.experiments.main_job [--out runs/main] [--samples N] [--matches N] [--seed
+N]``
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ import sys
 import time
 from pathlib import Path
 
-from agents.ppo import PREVIOUS, SHIPPED
-from experiments.cli_args import int_range
-from experiments.tournament import (
+from dragons_egg.agents.ppo import PREVIOUS, SHIPPED
+from dragons_egg.experiments.cli_args import int_range
+from dragons_egg.experiments.tournament import (
     Entrant,
     OutputError,
     TournamentConfig,
@@ -43,8 +45,8 @@ DEFAULT_SAMPLES = 4_000_000
 
 
 def train_fresh(samples: int, seed: int, out: Path):
-    """Train the fresh agent; returns the finished :class:`experiments.selfplay.Run`."""
-    from experiments.selfplay import Run, SelfPlayConfig
+    """Train the fresh agent; returns the finished :class:`dragons_egg.experiments.selfplay.Run`."""
+    from dragons_egg.experiments.selfplay import Run, SelfPlayConfig
 
     cfg = SelfPlayConfig(seed=seed, total_samples=samples,
                          eval_every=max(samples // 4, 1), eval_matches=100,
@@ -58,7 +60,7 @@ def train_fresh(samples: int, seed: int, out: Path):
 def _training_lines(run, asked: int) -> list[str]:
     cfg = run.cfg
     lines = [
-        f"Self-play (`experiments.selfplay`, default settings, seed {cfg.seed}): "
+        f"Self-play (`dragons_egg.experiments.selfplay`, default settings, seed {cfg.seed}): "
         f"{run.samples:,} learner samples ({asked:,} asked; the trainer updates after whole "
         f"rollouts of {cfg.rollout_steps} steps of {run.collector.num} matches) in "
         f"{run.seconds:,.0f} s of collection and updates "
@@ -89,7 +91,7 @@ def _training_lines(run, asked: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.main_job",
+    p = argparse.ArgumentParser(prog="python -m dragons_egg.experiments.main_job",
                                 description="Train briefly, run a tournament, write a report.")
     p.add_argument("--out", default="runs/main", help="output folder (default runs/main)")
     p.add_argument("--samples", type=int_range(1), default=DEFAULT_SAMPLES,

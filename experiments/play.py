@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from agents import AgentSpecError, check_spec_for_table, make_agent
+from dragons_egg.agents import AgentSpecError, check_spec_for_table, make_agent
+from dragons_egg.experiments.cli_args import int_range, rule_flag, table_size
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, PASS, decode, describe
 from dragons_egg_env.cards import (
@@ -34,7 +35,6 @@ from dragons_egg_env.config import ConfigError, RulesConfig
 from dragons_egg_env.dragons_egg_v0 import raw_env
 from dragons_egg_env.render import seat_tags, visible_turn
 from dragons_egg_env.replay import Move, ReplayError, iter_replay, load_replay, replay_moves
-from experiments.cli_args import int_range, rule_flag, table_size
 
 HELP = ("Type the number of a move, or 'pass'. In the tribute, type a card to ask for or give "
         "back: its code (1F, BEAST) or, in the Tarokka deck, its name ('5 of Coins', "

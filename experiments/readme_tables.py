@@ -1,6 +1,6 @@
 """The README's result tables, generated from the committed results, so they cannot drift.
 
-``python -m experiments.readme_tables`` rewrites every block of ``README.md`` between a
+``python -m dragons_egg.experiments.readme_tables`` rewrites every block of ``README.md`` between a
 marker ``<!-- results:KIND:PATHS -->`` and ``<!-- results:end -->`` from the result folders
 it names (``PATHS``: comma-separated, relative to the repository root):
 
@@ -8,7 +8,8 @@ it names (``PATHS``: comma-separated, relative to the repository root):
   differences in mean match score;
 - ``sizes:DIR,DIR,...``: one row per tournament of two agents, at its table size: the
   difference between the first and the second agent;
-- ``tribute:DIR,DIR,...``: one row per tribute analysis (``experiments.tribute_analysis``):
+- ``tribute:DIR,DIR,...``: one row per tribute analysis
+  (``dragons_egg.experiments.tribute_analysis``):
   the Dragon's round-2 reward under each tribute policy, learned - heuristic, and the
   learned asks alone and give-back alone against the heuristic's;
 - ``training:DIR``: the evaluations of a self-play run (``DIR/eval*.csv``).
@@ -131,7 +132,7 @@ def render(text: str, root: Path = ROOT) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.readme_tables",
+    p = argparse.ArgumentParser(prog="python -m dragons_egg.experiments.readme_tables",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
     p.add_argument("--readme", default=str(ROOT / "README.md"))
@@ -141,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     new = render(text, path.parent)
     if args.check:
         if new != text:
-            print(f"{path} has stale results tables: run python -m experiments.readme_tables",
+            print(f"{path} has stale results tables: run "
+                  "python -m dragons_egg.experiments.readme_tables",
                   file=sys.stderr)
             return 1
         return 0

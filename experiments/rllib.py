@@ -177,7 +177,7 @@ class HeuristicRLModule(_FixedPolicyModule):
 
     def setup(self) -> None:
         super().setup()
-        from agents.heuristic import HeuristicAgent
+        from dragons_egg.agents.heuristic import HeuristicAgent
 
         cfg = dict(self.model_config or {})
         cfg.pop("seed", None)

@@ -6,8 +6,8 @@ learner seat per match, batched opponents) in SB3's ``VecEnv`` interface:
 ``sb3_contrib.common.maskable.utils.get_action_masks`` stacks, so ``MaskablePPO`` trains on it
 unchanged::
 
-    from agents.batched import AgentPolicy
-    from experiments.sb3_vec import SB3VectorEnv
+    from dragons_egg.agents.batched import AgentPolicy
+    from dragons_egg.experiments.sb3_vec import SB3VectorEnv
     from sb3_contrib import MaskablePPO
 
     vec = SB3VectorEnv(num_envs=64, opponents=[AgentPolicy("heuristic")], seed=0)

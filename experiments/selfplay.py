@@ -1,6 +1,6 @@
 """Batched self-play PPO on the compiled engine: every seat of thousands of matches learns.
 
-``python -m experiments.selfplay [--total-samples N] [--seed N] [--run-name NAME] ...``
+``python -m dragons_egg.experiments.selfplay [--total-samples N] [--seed N] [--run-name NAME] ...``
 (``--help`` lists every setting; they are the fields of :class:`SelfPlayConfig`, parsed by
 tyro, and may come from a JSON file with ``--config``). One
 :class:`~dragons_egg_env.vector.VectorEngine` per table size (2..8 by default) holds
@@ -19,7 +19,8 @@ Tribute decisions (ask and give, R31..R33) are a few per match; ``tribute_weight
 their part of the loss so that the learner hears about them, and ``tribute_lambda`` gives them
 a GAE lambda of their own (docs/training.md compares settings).
 
-Every ``eval_every`` samples the policy is exported (``agents.netpolicy`` format, played by
+Every ``eval_every`` samples the policy is exported (``dragons_egg.agents.netpolicy`` format,
+played by
 the ``net`` and ``ppo`` agents) and evaluated with the tournament code (duplicate deals,
 bootstrap intervals) against ``eval_opponents``; the learning curve (strength against samples
 and wall time) goes to ``eval.csv``, ``learning_curve.png`` and TensorBoard. Checkpoints
@@ -40,10 +41,10 @@ from typing import Any, Literal
 
 import numpy as np
 
+from dragons_egg.experiments.cli_args import config_cli
 from dragons_egg_env.actions import ASK_BASE, NUM_ACTIONS
 from dragons_egg_env.config import MAX_PLAYERS, TABLE_SIZES, RulesConfig
 from dragons_egg_env.observation import layout
-from experiments.cli_args import config_cli
 
 CHECKPOINT_FORMAT = "dragons-egg-selfplay"
 
@@ -146,7 +147,7 @@ class SelfPlayConfig:
         need(self.eval_players in TABLE_SIZES and self.eval_players <= self.max_players,
              f"eval_players must be in 2..{self.max_players}")
         if self.eval_opponents or self.league_agents:
-            from agents import parse_spec
+            from dragons_egg.agents import parse_spec
 
             for spec in self.eval_opponents + self.league_agents:
                 parse_spec(spec)
@@ -202,8 +203,8 @@ def build_network(cfg: SelfPlayConfig):
 
 
 def export_policy(model, cfg: SelfPlayConfig, path: Path, provenance: dict[str, Any]):
-    """Write the network as an ``agents.netpolicy`` file (numpy arrays)."""
-    from agents.netpolicy import NetPolicy
+    """Write the network as an ``dragons_egg.agents.netpolicy`` file (numpy arrays)."""
+    from dragons_egg.agents.netpolicy import NetPolicy
 
     lin = [m for m in model.trunk if hasattr(m, "weight")]
     layers = [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy()) for m in lin]
@@ -218,7 +219,7 @@ def export_policy(model, cfg: SelfPlayConfig, path: Path, provenance: dict[str, 
 def league_agent(spec: str, seed: int, cfg: SelfPlayConfig):
     """The agent ``spec`` made with ``seed``, started for observations padded to
     ``cfg.max_players`` seats (a memoryless agent reads only what decoding needs)."""
-    from agents import make_agent
+    from dragons_egg.agents import make_agent
 
     agent = make_agent(spec, seed=seed)
     agent.start_match(0, RulesConfig(num_players=cfg.max_players, num_rounds=cfg.num_rounds),
@@ -254,14 +255,14 @@ def config_from_dict(data: dict[str, Any]) -> SelfPlayConfig:
 
 def export_checkpoint(path: str | Path, dest: str | Path, command: str = "",
                       note: str = "") -> Path:
-    """Write the policy of a self-play checkpoint as an ``agents.netpolicy`` file, its
+    """Write the policy of a self-play checkpoint as an ``dragons_egg.agents.netpolicy`` file, its
     provenance (command, note, samples, training seconds, config, evaluations) in the file's
     metadata and in a ``.json`` beside it."""
     state = load_checkpoint(path)
     cfg = config_from_dict(state["config"])
     model = build_network(cfg)
     model.load_state_dict(state["model"])
-    prov = {"trainer": "experiments.selfplay", "command": command, "note": note,
+    prov = {"trainer": "dragons_egg.experiments.selfplay", "command": command, "note": note,
             "checkpoint": str(path), "samples": state["samples"],
             "updates": state["updates"], "seconds": round(state["seconds"], 1),
             "config": state["config"], "evaluations": state["history"]}
@@ -541,7 +542,7 @@ def evaluate_spec(me: str, cfg: SelfPlayConfig, seed: int) -> dict[str, Any]:
     """Duplicate-deal tournament of the agent ``me`` (a spec) in one seat against
     ``eval_opponents`` in the others (``eval_players`` seats, ``eval_matches`` matches): its
     mean score and its difference to each opponent, with 95% bootstrap intervals."""
-    from experiments.tournament import TournamentConfig, run_matches, summarize
+    from dragons_egg.experiments.tournament import TournamentConfig, run_matches, summarize
 
     n = cfg.eval_players
     opps = list(cfg.eval_opponents)
@@ -625,7 +626,7 @@ class Run:
 
     # -- league ------------------------------------------------------------------------------
     def _sync_league(self) -> None:
-        from agents.netpolicy import load_policy_file
+        from dragons_egg.agents.netpolicy import load_policy_file
 
         self._snap_policies = [load_policy_file(p) for p in self.league]
         self.collector.league_size = len(self.league) + len(self._agent_fns)
@@ -651,7 +652,7 @@ class Run:
         self._sync_league()
 
     def _provenance(self) -> dict[str, Any]:
-        return {"trainer": "experiments.selfplay", "samples": self.samples,
+        return {"trainer": "dragons_egg.experiments.selfplay", "samples": self.samples,
                 "updates": self.updates, "seconds": round(self.seconds, 1),
                 "config": dataclasses.asdict(self.cfg)}
 
@@ -804,7 +805,8 @@ def read_eval_csv(path: Path) -> list[dict[str, Any]]:
 
 def merged_evals(run_dir: Path) -> list[dict[str, Any]]:
     """The rows of ``eval.csv`` (the in-loop evaluations) and of every
-    ``eval_<opponent>.csv`` (``experiments.selfplay_eval``), merged by samples, in order."""
+    ``eval_<opponent>.csv`` (``dragons_egg.experiments.selfplay_eval``), merged by samples, in
+    order."""
     merged: dict[int, dict[str, Any]] = {}
     for path in [run_dir / "eval.csv", *sorted(run_dir.glob("eval_*.csv"))]:
         for r in read_eval_csv(path):

@@ -1,7 +1,8 @@
 """Training paths and settings compared at equal compute: how strong each gets against the
 heuristic from the same training budget.
 
-``python -m experiments.selfplay_compare [--seconds 300] [--matches 400] [--variants A,B,...]
+``python -m dragons_egg.experiments.selfplay_compare [--seconds 300] [--matches 400] [--variants
+A,B,...]
 [--out results/selfplay-compare]``
 
 Each variant trains from a fresh start (seed 0) for ``--seconds`` of process CPU time, after a
@@ -12,11 +13,12 @@ equal (both are printed). Then the trained policy plays ``--matches`` duplicate 
 players in one seat against three ``heuristic`` players, the same deals for every variant, and
 its mean match score difference to the heuristic is reported with a 95% bootstrap interval.
 
-The variants (``VARIANTS``): the self-play trainer (``experiments.selfplay``) with its
+The variants (``VARIANTS``): the self-play trainer (``dragons_egg.experiments.selfplay``) with its
 defaults and with one setting changed each (epochs, network size, tribute weight, league,
 league with the heuristic and greedy agents as members),
 and the two Stable-Baselines3 paths, sb3-contrib's MaskablePPO on the batched engine
-(``experiments.sb3_vec.SB3VectorEnv``) and ``experiments.train_ppo`` (``SingleAgentEnv``),
+(``dragons_egg.experiments.sb3_vec.SB3VectorEnv``) and ``dragons_egg.experiments.train_ppo``
+(``SingleAgentEnv``),
 each a single learner seat against heuristic, greedy and random opponents. Writes
 ``compare.json``, ``compare.md`` and ``compare.png`` to ``--out``, the trained models to
 ``--out``'s ``models/`` (not kept in git).
@@ -83,7 +85,7 @@ def train_selfplay(name: str, budget: Budget, out: Path) -> tuple[str, dict[str,
         run.periodic()  # league snapshots, where the variant has them
     fig = {"samples": run.samples - start, **budget.used()}
     path = export_policy(run.learner.model, cfg, out / f"{name}.npz",
-                         {"trainer": "experiments.selfplay_compare", "variant": name})
+                         {"trainer": "dragons_egg.experiments.selfplay_compare", "variant": name})
     return f"net:path={path}", fig
 
 
@@ -108,8 +110,9 @@ def _learn_for(model: Any, budget: Budget, warmup: int) -> dict[str, Any]:
 
 
 def train_sb3_vector(budget: Budget, out: Path) -> tuple[str, dict[str, Any]]:
-    """MaskablePPO on :class:`experiments.sb3_vec.SB3VectorEnv` (64 matches, 4 players)."""
-    from agents.batched import AgentPolicy
+    """MaskablePPO on :class:`dragons_egg.experiments.sb3_vec.SB3VectorEnv` (64 matches, 4
+    players)."""
+    from dragons_egg.agents.batched import AgentPolicy
 
     from .sb3_vec import SB3VectorEnv
 
@@ -125,7 +128,8 @@ def train_sb3_vector(budget: Budget, out: Path) -> tuple[str, dict[str, Any]]:
 
 
 def train_sb3_train_ppo(budget: Budget, out: Path) -> tuple[str, dict[str, Any]]:
-    """``experiments.train_ppo``'s environment and MaskablePPO settings (its defaults)."""
+    """``dragons_egg.experiments.train_ppo``'s environment and MaskablePPO settings (its
+    defaults)."""
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from .train_ppo import TrainConfig, make_env_fn
@@ -165,7 +169,7 @@ def evaluate(spec: str, matches: int, seed: int) -> dict[str, Any]:
 def write_report(rows: list[dict[str, Any]], args: argparse.Namespace, out: Path) -> None:
     (out / "compare.json").write_text(json.dumps(
         {"seconds": args.seconds, "matches": args.matches, "seed": args.seed,
-         "command": "python -m experiments.selfplay_compare " + " ".join(sys.argv[1:]),
+         "command": "python -m dragons_egg.experiments.selfplay_compare " + " ".join(sys.argv[1:]),
          "variants": rows}, indent=1))
     lines = [f"Training budget {args.seconds:g} CPU s per variant; {args.matches} duplicate "
              "matches at 4 players against three `heuristic` players.", "",
@@ -198,7 +202,7 @@ def write_report(rows: list[dict[str, Any]], args: argparse.Namespace, out: Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.selfplay_compare",
+    p = argparse.ArgumentParser(prog="python -m dragons_egg.experiments.selfplay_compare",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--seconds", type=positive_float, default=300.0,
                    help="CPU seconds of training per variant (default 300)")

@@ -1,6 +1,6 @@
 """Evaluate the policies a self-play run saved against more opponents, after (or beside) it.
 
-``python -m experiments.selfplay_eval RUN_DIR [--opponent ismcts] [--matches 100]
+``python -m dragons_egg.experiments.selfplay_eval RUN_DIR [--opponent ismcts] [--matches 100]
 [--workers 1] [--seed 0]``
 
 The trainer exports its policy at every evaluation (``RUN_DIR/policies/policy_<samples>.npz``)
@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agents import AgentSpecError, parse_spec
+from dragons_egg.agents import AgentSpecError, parse_spec
 
 from .cli_args import int_range
 from .selfplay import SelfPlayConfig, _append_csv, evaluate_spec, read_eval_csv, redraw_curve
@@ -75,7 +75,7 @@ def evaluate_run(run_dir: Path, opponent: str, matches: int, workers: int, seed:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.selfplay_eval",
+    p = argparse.ArgumentParser(prog="python -m dragons_egg.experiments.selfplay_eval",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("run_dir", help="a self-play run folder (runs/NAME)")
     p.add_argument("--opponent", default="ismcts", help="agent spec (default ismcts)")

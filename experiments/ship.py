@@ -1,9 +1,11 @@
 """Make a self-play checkpoint the package's ``ppo`` agent (or any ``.npz`` policy file).
 
-``python -m experiments.ship CHECKPOINT.pt|POLICY.npz [--dest agents/data/ppo_dragons_egg.npz]
+``python -m dragons_egg.experiments.ship CHECKPOINT.pt|POLICY.npz [--dest
+agents/data/ppo_dragons_egg.npz]
 [--command "the command that trained it"]``
 
-Writes the checkpoint's policy as an :mod:`agents.netpolicy` file and its provenance (the
+Writes the checkpoint's policy as an :mod:`dragons_egg.agents.netpolicy` file and its provenance
+(the
 command, samples, training seconds, config and evaluations) into the file's metadata and a
 ``.json`` beside it, which the README and the tests read. A policy file (a league snapshot of
 a run, ``policies/snapshot_*.npz``) is shipped as it is, with the provenance it carries.
@@ -16,18 +18,19 @@ import json
 import sys
 from pathlib import Path
 
-from agents.ppo import SHIPPED
+from dragons_egg.agents.ppo import SHIPPED
 
 #: The command that trains the shipped agent (README, docs/training.md).
-SHIPPED_COMMAND = ("python -m experiments.selfplay --config "
+SHIPPED_COMMAND = ("python -m dragons_egg.experiments.selfplay --config "
                    "experiments/configs/selfplay-shipped.json")
 
 
 def is_policy_file(path: str) -> bool:
-    """Whether ``path`` is an :mod:`agents.netpolicy` file (read by
-    :func:`agents.ppo.checkpoint_format`); anything else is taken for a torch checkpoint, and
+    """Whether ``path`` is an :mod:`dragons_egg.agents.netpolicy` file (read by
+    :func:`dragons_egg.agents.ppo.checkpoint_format`); anything else is taken for a torch
+    checkpoint, and
     reading it reports what is wrong with it (missing, corrupt, not one)."""
-    from agents.ppo import CheckpointError, checkpoint_format
+    from dragons_egg.agents.ppo import CheckpointError, checkpoint_format
 
     try:
         return checkpoint_format(path) == "net"
@@ -40,7 +43,7 @@ def ship_policy_file(path: str | Path, dest: str | Path, command: str = "",
     """Copy a policy file to ``dest`` with its provenance (the file's own: samples, updates,
     seconds, config) plus ``command``, ``note`` and where it came from, in the file and in a
     ``.json`` beside it."""
-    from agents.netpolicy import PolicyFileError, load_policy_file
+    from dragons_egg.agents.netpolicy import PolicyFileError, load_policy_file
 
     try:
         policy = load_policy_file(path)
@@ -55,7 +58,7 @@ def ship_policy_file(path: str | Path, dest: str | Path, command: str = "",
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.ship",
+    p = argparse.ArgumentParser(prog="python -m dragons_egg.experiments.ship",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("checkpoint", help="a self-play checkpoint (checkpoints/latest.pt) or a "
                    "policy file (.npz) such as a run's snapshot")

@@ -26,14 +26,14 @@ or :class:`Entrant` objects, which give a label to a spec, an agent *factory* or
     TournamentConfig(agents=[
         "heuristic",
         Entrant("fresh", spec="ppo:path=runs/x/final.zip"),
-        Entrant("mine", factory=MyAgent),        # MyAgent(seed) -> an agents.base.Agent
+        Entrant("mine", factory=MyAgent),        # MyAgent(seed) -> an dragons_egg.agents.base.Agent
         Entrant("first-legal", policy=first),    # first(observation, mask) -> action
     ])
 
 A factory is called once per match and seat with that seat's derived seed (an int), so every
 match gets a fresh, seeded agent, exactly as spec strings do; it may also be an object with a
-``make(seed)`` method, such as :class:`agents.AgentSpec`. A policy is wrapped in
-:class:`agents.runner.PolicyAgent` and gets no seed. With ``workers > 1`` matches run in
+``make(seed)`` method, such as :class:`dragons_egg.agents.AgentSpec`. A policy is wrapped in
+:class:`dragons_egg.agents.runner.PolicyAgent` and gets no seed. With ``workers > 1`` matches run in
 worker processes, which receive the factories and policies by pickling: they must be defined
 at module level in an importable module (not lambdas or nested functions), and with the spawn
 or forkserver start method (macOS's default) not in an interactive session's ``__main__``.
@@ -43,7 +43,7 @@ workers.
 Pairwise differences exist only for pairs that shared a deal sequence (with more agents than
 seats some pairs may never meet); the report calls an interval from fewer than
 :data:`MIN_SEQUENCES` deal sequences too few, and shows only its mean. Match scores are exact
-(see :mod:`agents.runner`): statistics count them in whole units of ``1/(n-1)``.
+(see :mod:`dragons_egg.agents.runner`): statistics count them in whole units of ``1/(n-1)``.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ from typing import Any
 
 import numpy as np
 
-from agents import (
+from dragons_egg.agents import (
     AgentSpec,
     AgentSpecError,
     check_spec_for_table,
@@ -75,12 +75,12 @@ from agents import (
     registrations,
     restore_registrations,
 )
-from agents.base import Agent
-from agents.runner import PolicyAgent, play_match, reward_units
+from dragons_egg.agents.base import Agent
+from dragons_egg.agents.runner import PolicyAgent, play_match, reward_units
+from dragons_egg.experiments.cli_args import int_range, rule_flag, table_size
 from dragons_egg_env import engine as E
 from dragons_egg_env.cards import NUM_CARDS, codes
 from dragons_egg_env.config import ConfigError, RulesConfig
-from experiments.cli_args import int_range, rule_flag, table_size
 
 #: Intervals from fewer deal sequences than this are reported as too few.
 MIN_SEQUENCES = 10
@@ -140,7 +140,7 @@ class Entrant:
         if missing:
             raise TypeError(f"entrant {self.label!r}: factory {_qualname(self.factory)} "
                             f"returned {agent!r}, which lacks {', '.join(missing)}; return "
-                            "an agents.base.Agent (or pass the callable as policy=)")
+                            "an dragons_egg.agents.base.Agent (or pass the callable as policy=)")
         return agent
 
     def describe(self) -> dict[str, str]:
@@ -230,8 +230,9 @@ class TournamentConfig:
             _worker_registrations(self)
 
     def registrations(self) -> dict[str, Callable[..., Agent]]:
-        """The agents added with :func:`agents.register` that this tournament's specs use
-        (worker processes get them; see :func:`agents.registrations`)."""
+        """The agents added with :func:`dragons_egg.agents.register` that this tournament's specs
+        use
+        (worker processes get them; see :func:`dragons_egg.agents.registrations`)."""
         names = {parse_spec(e.spec)[0] for e in self.by_label().values() if e.spec is not None}
         return {k: v for k, v in registrations().items() if k in names}
 
@@ -288,7 +289,8 @@ def _worker_registrations(tc: TournamentConfig) -> dict[str, Callable[..., Agent
             pickle.loads(pickle.dumps(factory))
         except Exception as exc:  # noqa: BLE001 - any failure means workers cannot get it
             raise TypeError(
-                f"agent {name!r} (registered with agents.register as {_qualname(factory)}) "
+                f"agent {name!r} (registered with dragons_egg.agents.register as "
+                f"{_qualname(factory)}) "
                 f"cannot be pickled ({type(exc).__name__}: {exc}), and with "
                 f"workers={tc.workers} matches run in worker processes that receive it by "
                 "pickling: register a module-level class or function, or use "
@@ -897,7 +899,7 @@ def run_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.tournament",
+    parser = argparse.ArgumentParser(prog="python -m dragons_egg.experiments.tournament",
                                      description="Duplicate-deal tournament between agents.")
     add_arguments(parser)
     return run_from_args(parser.parse_args(argv), parser)

@@ -1,7 +1,8 @@
 """Training throughput, measured in one run: the batched self-play trainer
-(``experiments.selfplay``) beside the SB3 MaskablePPO trainer (``experiments.train_ppo``).
+(``dragons_egg.experiments.selfplay``) beside the SB3 MaskablePPO trainer
+(``dragons_egg.experiments.train_ppo``).
 
-``python -m experiments.train_bench [--seconds 60] [--json PATH]``
+``python -m dragons_egg.experiments.train_bench [--seconds 60] [--json PATH]``
 
 Each trainer runs for about ``--seconds`` of wall time from a fresh start (after a warm-up
 that compiles the batched engine's kernels and builds the networks), collection and updates
@@ -24,7 +25,7 @@ from .cli_args import int_range, positive_float
 
 
 def bench_selfplay(seconds: float, threads: int, out: Path) -> dict[str, Any]:
-    """Samples per second of :class:`experiments.selfplay.Run` (default settings)."""
+    """Samples per second of :class:`dragons_egg.experiments.selfplay.Run` (default settings)."""
     from .selfplay import Run, SelfPlayConfig
 
     cfg = SelfPlayConfig(total_samples=10**12, eval_every=0, eval_opponents=(),
@@ -44,7 +45,8 @@ def bench_selfplay(seconds: float, threads: int, out: Path) -> dict[str, Any]:
 
 
 def bench_train_ppo(seconds: float, threads: int, out: Path) -> dict[str, Any]:
-    """Samples per second of ``experiments.train_ppo`` (SB3 MaskablePPO, its defaults)."""
+    """Samples per second of ``dragons_egg.experiments.train_ppo`` (SB3 MaskablePPO, its
+    defaults)."""
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
@@ -82,7 +84,7 @@ def bench_train_ppo(seconds: float, threads: int, out: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.train_bench",
+    p = argparse.ArgumentParser(prog="python -m dragons_egg.experiments.train_bench",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--seconds", type=positive_float, default=60.0,
                    help="wall seconds per trainer (default 60)")

@@ -7,7 +7,8 @@ always stay, so the policy cannot collapse onto itself). Matches have ``num_roun
 the learner makes tribute choices whenever it won the previous round.
 
 Every ``eval_every`` steps the current policy plays a duplicate-deal tournament
-(:mod:`experiments.tournament`) against fixed opponents; the mean match score, its difference
+(:mod:`dragons_egg.experiments.tournament`) against fixed opponents; the mean match score, its
+difference
 to each opponent with a 95% interval, and the Dragon and Egg rates go to TensorBoard, to the
 run's ``progress.csv`` and to ``eval.csv``; ``learning_curve.png`` is drawn at the end.
 
@@ -84,7 +85,7 @@ class TrainConfig:
     progress: bool = True
 
     def validate(self) -> None:
-        from agents import parse_spec
+        from dragons_egg.agents import parse_spec
         from dragons_egg_env.config import RulesConfig
 
         def need(cond: bool, msg: str) -> None:
@@ -196,7 +197,7 @@ def _parse_value(f: dataclasses.Field, text: str) -> Any:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m experiments.train_ppo",
+        prog="python -m dragons_egg.experiments.train_ppo",
         description="Train a Dragon's Egg agent with MaskablePPO and self-play. Every "
                     "setting below may also come from --config FILE (JSON or TOML).")
     p.add_argument("--config", help="JSON or TOML file of settings (flags override it)")
@@ -231,7 +232,7 @@ def make_env_fn(cfg: TrainConfig, rank: int) -> Callable[[], Any]:
     def make() -> Any:
         from stable_baselines3.common.monitor import Monitor
 
-        from agents import AgentSpec
+        from dragons_egg.agents import AgentSpec
         from dragons_egg_env.wrappers import SingleAgentEnv
 
         env = SingleAgentEnv(opponents=[AgentSpec(s) for s in cfg.opponents],
@@ -245,7 +246,7 @@ def make_env_fn(cfg: TrainConfig, rank: int) -> Callable[[], Any]:
 def _pool(cfg: TrainConfig, snapshots: Sequence[str]) -> tuple[list[Any], list[float]]:
     """The opponent pool (agent factories) and its weights: the configured opponents, then
     the self-play snapshots."""
-    from agents import AgentSpec
+    from dragons_egg.agents import AgentSpec
 
     specs = list(cfg.opponents) + [f"ppo:path={p}" for p in snapshots]
     weights = [1.0] * len(cfg.opponents) + [cfg.snapshot_weight] * len(snapshots)
@@ -255,7 +256,7 @@ def _pool(cfg: TrainConfig, snapshots: Sequence[str]) -> tuple[list[Any], list[f
 def evaluate(model_path: Path, cfg: TrainConfig, seed: int) -> dict[str, Any]:
     """Duplicate-deal tournament of the policy against ``eval_opponents`` at the largest
     table size; returns the learner's figures."""
-    from experiments.tournament import TournamentConfig, run_matches, summarize
+    from dragons_egg.experiments.tournament import TournamentConfig, run_matches, summarize
 
     n = cfg.max_players
     me = f"ppo:path={model_path}"
@@ -407,7 +408,7 @@ def _prepare_run_dir(cfg: TrainConfig) -> Path:
 def _resumed_pool(resume: str) -> tuple[list[str], list[dict[str, Any]]]:
     """The snapshots (those still on disk) and evaluation history of a checkpoint; a
     ``ValueError`` for a missing or corrupt checkpoint."""
-    from agents.ppo import CheckpointError, load_policy
+    from dragons_egg.agents.ppo import CheckpointError, load_policy
 
     rp = Path(resume)
     try:

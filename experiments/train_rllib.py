@@ -2,7 +2,7 @@
 
 ``main`` (a masked PPO module) learns at one seat per episode; the other seats are played by
 league members: masked random and heuristic modules, plus a frozen snapshot of ``main`` added
-every ``--snapshot-every`` iterations (:mod:`experiments.rllib`).
+every ``--snapshot-every`` iterations (:mod:`dragons_egg.experiments.rllib`).
 
 Runs on this machine or on an existing cluster (``--address auto`` or ``ray://host:10001``);
 ``--num-env-runners`` and ``--num-learners`` set the sampling and learning actors. Without
@@ -13,7 +13,8 @@ join that cluster and refuse ``--num-cpus``. Checkpoints go to ``<out>/checkpoin
 trained module is exported to ``<out>/main_module``, which the ``rllib`` agent plays
 (``rllib:path=<out>/main_module``) in tournaments and in ``dragons-egg play``.
 
-``python -m experiments.train_rllib --iterations 20 --num-env-runners 1 --out runs/rllib``
+``python -m dragons_egg.experiments.train_rllib --iterations 20 --num-env-runners 1 --out
+runs/rllib``
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ import sys
 import time
 from pathlib import Path
 
-from experiments.cli_args import int_range
+from dragons_egg.experiments.cli_args import int_range
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m experiments.train_rllib",
+    p = argparse.ArgumentParser(prog="python -m dragons_egg.experiments.train_rllib",
                                 description="Self-play PPO on Ray RLlib with a league.")
     p.add_argument("--address", default=None,
                    help="join the Ray cluster at this address ('auto': the one running on "
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import ray
 
-        from experiments.rllib import MAIN, ppo_config
+        from dragons_egg.experiments.rllib import MAIN, ppo_config
     except ImportError as exc:
         parser.exit(2, f"{parser.prog}: error: needs the rllib extra "
                        f"(pip install 'dragons-egg[rllib]'): {exc}\n")

@@ -21,7 +21,7 @@ Dragon's reward in round 2 (R27), with 95% bootstrap intervals over deal sequenc
 policy's paired difference to ``heuristic``. Heatmaps show which cards the learned policy asks
 for and gives back.
 
-``python -m experiments.tribute_analysis [--play ppo] [--tribute ppo] [--deals 300]
+``python -m dragons_egg.experiments.tribute_analysis [--play ppo] [--tribute ppo] [--deals 300]
 [--workers 2] [--policies heuristic,learned] [--out runs/tribute]`` (the deal sequences are
 split among ``--workers`` processes; each has its own seeds, so the results do not depend on
 it; ``--policies`` plays only some tribute policies, ``heuristic`` among them, with the
@@ -39,16 +39,16 @@ from typing import Any
 
 import numpy as np
 
-from agents import AgentSpecError, check_spec_for_table, make_agent, parse_spec
-from agents.base import Agent
-from agents.heuristic import HeuristicAgent
-from agents.runner import play_match
+from dragons_egg.agents import AgentSpecError, check_spec_for_table, make_agent, parse_spec
+from dragons_egg.agents.base import Agent
+from dragons_egg.agents.heuristic import HeuristicAgent
+from dragons_egg.agents.runner import play_match
+from dragons_egg.experiments.cli_args import int_range
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, PASS
 from dragons_egg_env.cards import BEAST, CARD_CODES, EGG, NUM_CARDS, NUM_NUMBERS, SUITS, codes
 from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.engine import Phase
 from dragons_egg_env.observation import OBS_PHASES, layout
-from experiments.cli_args import int_range
 
 from .tournament import _bootstrap, _derive, deal_sequence
 
@@ -289,7 +289,7 @@ def report(res: dict[str, Any], summ: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.tribute_analysis",
+    p = argparse.ArgumentParser(prog="python -m dragons_egg.experiments.tribute_analysis",
                                 description="Compare tribute policies under one play policy.")
     p.add_argument("--play", default="ppo",
                    help="play policy spec at every seat (deterministic), default ppo")
@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         "vs_heuristic": {k: vars(v) for k, v in summ["vs_heuristic"].items()},
         "play": args.play, "tribute": args.tribute, "deals": args.deals,
         "players": args.players, "seed": args.seed, "tribute_policies": list(policies),
-        "command": "python -m experiments.tribute_analysis " + " ".join(
+        "command": "python -m dragons_egg.experiments.tribute_analysis " + " ".join(
             sys.argv[1:] if argv is None else argv),
         "asked": res["asked"].tolist(), "given": res["given"].tolist()}, indent=1))
     print(text)

@@ -26,7 +26,8 @@ measures it instead, on duplicate deals:
    context (first ask, ask after misses, ask after a hit, give-back), card group (a number, or
    the dragon cards) and count of that group in the own hand (one-hot, so "ask for the number I
    hold once after a hit" and "give back a card I hold alone" can be told apart; written into
-   the policy file, version 3, as ``pi_counts``, :func:`agents.netpolicy.tribute_features`), and
+   the policy file, version 3, as ``pi_counts``,
+   :func:`dragons_egg.agents.netpolicy.tribute_features`), and
    a weight per phase on the old logit. It is fitted by ridge regression to ``scale * (Q(s, a) -
    Q(s, pass))`` in the ask phase (the model being the logit minus the pass logit) and to
    ``scale * (Q(s, a) - mean Q(s, .))`` in the give phase, over every legal action of every
@@ -44,7 +45,8 @@ counts the base policy's training seconds too, read from its provenance, and the
 will take is kept back, :func:`fit_reserve`) or after ``chunks`` batches of states; with a
 number of chunks (and the same workers) it is reproducible bit for bit.
 
-``python -m experiments.tribute_fit --policy runs/ppo-shipped/final.npz --out runs/tribute-fit
+``python -m dragons_egg.experiments.tribute_fit --policy runs/ppo-shipped/final.npz --out
+runs/tribute-fit
 [--max-seconds 10800] [--chunks N] [--workers 2]``
 """
 
@@ -60,17 +62,17 @@ from typing import Any
 
 import numpy as np
 
-from agents.netpolicy import (
+from dragons_egg.agents.netpolicy import (
     GROUPS,
     TRIBUTE_FEATURES,
     group_counts,
     tribute_context,
 )
+from dragons_egg.experiments.cli_args import config_cli
+from dragons_egg.experiments.selfplay import tribute_rows
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
 from dragons_egg_env.cards import EGG, NUM_NUMBERS
 from dragons_egg_env.config import TABLE_SIZES, RulesConfig
-from experiments.cli_args import config_cli
-from experiments.selfplay import tribute_rows
 
 PLAY_POLICIES = ("self", "heuristic")
 PHASES = ("ask", "give")
@@ -80,7 +82,7 @@ PHASES = ("ask", "give")
 class TributeFitConfig:
     """Settings of :func:`fit`; the JSON config files hold these names."""
 
-    #: The policy file (``.npz``, :mod:`agents.netpolicy`) whose tribute is refitted.
+    #: The policy file (``.npz``, :mod:`dragons_egg.agents.netpolicy`) whose tribute is refitted.
     policy: str = ""
     #: Output directory: ``policy.npz`` (+ ``.json``), ``summary.json``, ``report.md``.
     out: str = "runs/tribute-fit"
@@ -143,8 +145,8 @@ class TributeFitConfig:
 
 def _heuristic(max_players: int):
     """The heuristic's actions for rows of observations padded to ``max_players`` seats
-    (:func:`agents.heuristic.heuristic_actions`: memoryless, no random numbers)."""
-    from agents.heuristic import heuristic_actions
+    (:func:`dragons_egg.agents.heuristic.heuristic_actions`: memoryless, no random numbers)."""
+    from dragons_egg.agents.heuristic import heuristic_actions
 
     return functools.partial(heuristic_actions, max_players=max_players)
 
@@ -251,7 +253,7 @@ def counterfactual_values(policy, states, seats, masks: np.ndarray, play: str, s
 
 def run_chunk(task: tuple[str, int, int, str, int, float, int, bool]) -> dict[str, Any]:
     """One batch of states (a worker's unit of work): gathered, valued, with features."""
-    from agents.netpolicy import cached_policy
+    from dragons_egg.agents.netpolicy import cached_policy
 
     path, seed, n, play, count, explore, num_rounds, per_class = task
     t0 = time.perf_counter()
@@ -271,7 +273,8 @@ def run_chunk(task: tuple[str, int, int, str, int, float, int, bool]) -> dict[st
 
 #: Tribute columns of the action layer (asks of cards 0..43, then gives of cards 0..44) and
 #: what each one is: its card, whether it is a give, and its group of
-#: :func:`agents.netpolicy.group_counts` (0..9: the card's number, 10: a dragon card; -1: the
+#: :func:`dragons_egg.agents.netpolicy.group_counts` (0..9: the card's number, 10: a dragon card;
+#: -1: the
 #: Egg, which has no count term).
 NCOL = NUM_ACTIONS - ASK_BASE
 _CARD = np.r_[np.arange(GIVE_BASE - ASK_BASE), np.arange(NUM_ACTIONS - GIVE_BASE)]
@@ -342,7 +345,7 @@ def solve(obs, mask, q, base, scale: float, ridge: float, max_players: int,
 def fitted_policy(policy, theta: np.ndarray, meta: dict[str, Any]):
     """The policy with its tribute columns rewritten to the fitted model; every other column
     (play and pass) and the shared layers unchanged."""
-    from agents.netpolicy import NetPolicy
+    from dragons_egg.agents.netpolicy import NetPolicy
 
     w0, b0 = policy.pi
     w, b = w0.astype(np.float64).copy(), b0.astype(np.float64).copy()
@@ -546,7 +549,7 @@ def evaluate(old, new, chunks: list[dict[str, Any]]) -> dict[str, Any]:
 def fit(cfg: TributeFitConfig, data: str | None = None) -> Path:
     """Gather (or read ``data``), fit, score on the held-out batches and write the policy,
     ``summary.json`` and ``report.md`` to ``cfg.out``. Returns the policy file."""
-    from agents.netpolicy import load_policy_file
+    from dragons_egg.agents.netpolicy import load_policy_file
 
     cfg.validate()
     t0 = time.perf_counter()
@@ -744,7 +747,7 @@ def config_from_dict(data: dict[str, Any]) -> TributeFitConfig:
 def main(argv: list[str] | None = None) -> int:
     cfg, data = parse_args(argv)
     if not cfg.command:
-        cfg.command = "python -m experiments.tribute_fit " + " ".join(
+        cfg.command = "python -m dragons_egg.experiments.tribute_fit " + " ".join(
             sys.argv[1:] if argv is None else argv)
     try:
         fit(cfg, data)

@@ -1,6 +1,7 @@
 """How far past the heuristic's tribute can a tribute get with what the Dragon knows?
 
-The tribute fit (:mod:`experiments.tribute_fit`) saves, for every tribute state it gathered,
+The tribute fit (:mod:`dragons_egg.experiments.tribute_fit`) saves, for every tribute state it
+gathered,
 the exact value ``Q(s, a)`` of every choice on that deal (``data.npz``). This module asks of
 those values how much room the heuristic's rules H8/H9 leave, by cross-validation:
 
@@ -24,7 +25,8 @@ those values how much room the heuristic's rules H8/H9 leave, by cross-validatio
    ``--validate-features`` and mode of ``--validate-modes`` (comma-separated lists; default
    ``position`` and ``robust``), fitted on every state, as the Dragon's
    give-back with the heuristic's asks (:class:`TableTribute`) in the tribute analysis
-   (:mod:`experiments.tribute_analysis`: fresh duplicate deal sequences, each play policy of
+   (:mod:`dragons_egg.experiments.tribute_analysis`: fresh duplicate deal sequences, each play
+   policy of
    ``--validate-play``) against the heuristic's tribute: what the cross-validated gain is
    worth in play.
 5. ``--export-policy BASE.npz`` writes ``OUT/policy.npz``: the base policy (the one the data
@@ -36,7 +38,7 @@ So a learned tribute with these features can beat the heuristic by about the bes
 gain per decision, times the decisions per deal sequence; the tribute analysis needs deal
 sequences enough to show that much.
 
-``python -m experiments.tribute_headroom --data runs/tribute-fit-v3b/data.npz
+``python -m dragons_egg.experiments.tribute_headroom --data runs/tribute-fit-v3b/data.npz
 [--players 4] [--folds 2] [--shrink 50] [--seed 0] [--validate-deals 20000
 --validate-play ppo,heuristic --workers 2] [--export-policy BASE.npz]
 [--out results/tribute-fit/headroom]``
@@ -53,14 +55,11 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Agent
-from agents.heuristic import HeuristicAgent
-from agents.netpolicy import group_counts, tribute_context
-from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
-from dragons_egg_env.cards import NUM_NUMBERS
-from dragons_egg_env.observation import players_for_size
-from experiments.cli_args import int_range, table_size
-from experiments.tribute_fit import (
+from dragons_egg.agents.base import Agent
+from dragons_egg.agents.heuristic import HeuristicAgent
+from dragons_egg.agents.netpolicy import group_counts, tribute_context
+from dragons_egg.experiments.cli_args import int_range, table_size
+from dragons_egg.experiments.tribute_fit import (
     COLUMN_GROUP,
     PLAY_POLICIES,
     action_classes,
@@ -69,6 +68,9 @@ from experiments.tribute_fit import (
     interval,
     load_data,
 )
+from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
+from dragons_egg_env.cards import NUM_NUMBERS
+from dragons_egg_env.observation import players_for_size
 
 #: Feature sets of the table policies, per tribute phase (the columns of :func:`rows`).
 FEATURE_SETS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -86,7 +88,7 @@ DRAGONS, EGG_GROUP, PASS_GROUP = NUM_NUMBERS, NUM_NUMBERS + 1, NUM_NUMBERS + 2
 def choice_features(obs: np.ndarray, state: np.ndarray, action: np.ndarray,
                     max_players: int) -> dict[str, np.ndarray]:
     """What the Dragon knows about choosing ``action`` in observation ``obs[state]`` (arrays
-    of rows): ``give`` (phase), ``context`` (:func:`agents.netpolicy.tribute_context`),
+    of rows): ``give`` (phase), ``context`` (:func:`dragons_egg.agents.netpolicy.tribute_context`),
     ``group`` (number - 1, :data:`DRAGONS`, :data:`EGG_GROUP` or :data:`PASS_GROUP`),
     ``count`` (how many of the group the hand holds) and, for a numbered card given back,
     ``position`` (numbers held above it, at most :data:`POSITION_CAP`; else -1)."""
@@ -106,7 +108,7 @@ def choice_features(obs: np.ndarray, state: np.ndarray, action: np.ndarray,
 
 def rows(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """One row per legal tribute choice class of every state of ``data``
-    (:func:`experiments.tribute_fit.concat_chunks`): ``state``, ``action`` (the class's
+    (:func:`dragons_egg.experiments.tribute_fit.concat_chunks`): ``state``, ``action`` (the class's
     representative), ``gain`` (over the heuristic's choice) and :func:`choice_features`."""
     obs, mask, q, heur = data["obs"], data["mask"], data["q"], data["heuristic"]
     max_players = players_for_size(obs.shape[1])
@@ -230,7 +232,7 @@ def validate(r: dict[str, np.ndarray], data: dict[str, np.ndarray], features: st
     every state) played in the tribute analysis (the heuristic's asks, ``deals`` fresh
     duplicate deal sequences, each play policy of ``play_specs``) against the heuristic's
     tribute."""
-    from experiments import tribute_analysis as ta
+    from dragons_egg.experiments import tribute_analysis as ta
 
     feats = FEATURE_SETS["give"][features]
     table = fit_table(r, data, feats, mode, players, shrink)
@@ -250,7 +252,7 @@ def validate(r: dict[str, np.ndarray], data: dict[str, np.ndarray], features: st
 
 #: The give-back feature set a policy file of version 4 can hold (its ``pi_counts`` has a
 #: weight per table size, tribute context, card group and count held,
-#: :func:`agents.netpolicy.sized_tribute_features`).
+#: :func:`dragons_egg.agents.netpolicy.sized_tribute_features`).
 EXPORT_FEATURES = "group"
 #: Logit units per unit of table score in an exported policy (the give columns' own logits
 #: are switched off at the table's size, so only the table's order matters).
@@ -259,7 +261,7 @@ EXPORT_SCALE = 1000.0
 
 def table_policy(policy, table: dict[tuple[int, ...], float], meta: dict[str, Any],
                  players: int):
-    """``policy`` (a :class:`agents.netpolicy.NetPolicy` without ``pi_counts``) with its
+    """``policy`` (a :class:`dragons_egg.agents.netpolicy.NetPolicy` without ``pi_counts``) with its
     give-back at ``players`` seats chosen by a give-back ``table`` over (group, count), as a
     version-4 policy: at that table size the give columns' own logits are switched off
     (``pi_gate`` 0) and the table's scores, times :data:`EXPORT_SCALE`, are written into that
@@ -269,7 +271,7 @@ def table_policy(policy, table: dict[tuple[int, ...], float], meta: dict[str, An
     above every key, as in H9. Among the cards of the best key the first legal column is
     given (suits cannot change the game, R7); :class:`TableTribute` keeps the heuristic's
     choice on ties instead."""
-    from agents.netpolicy import (
+    from dragons_egg.agents.netpolicy import (
         SIZED_TRIBUTE_FEATURES,
         TRIBUTE_CONTEXTS,
         TRIBUTE_FEATURES,
@@ -304,7 +306,7 @@ def export(data_path: str | Path, base_path: str | Path, out: Path, players: int
     ``data_path`` and write ``base_path`` with it (:func:`table_policy`) to
     ``out/policy.npz``; its provenance counts the base policy's training seconds and the
     data's gathering seconds. The data must come from the base policy's play."""
-    from agents.netpolicy import load_policy_file
+    from dragons_egg.agents.netpolicy import load_policy_file
 
     base = load_policy_file(base_path)  # a PolicyFileError (a ValueError) naming a bad file
     chunks, meta = load_data(data_path)
@@ -456,7 +458,8 @@ def plot(s: dict[str, Any], path: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Cross-validated room past the heuristic's "
                                 "tribute, from a tribute-fit data file.")
-    p.add_argument("--data", required=True, help="data.npz written by experiments.tribute_fit")
+    p.add_argument("--data", required=True,
+                   help="data.npz written by dragons_egg.experiments.tribute_fit")
     p.add_argument("--players", type=table_size, default=4)
     p.add_argument("--folds", type=int_range(2), default=2)
     p.add_argument("--shrink", type=float, default=50.0,
@@ -495,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
     if not modes or any(m not in MODES for m in modes):
         p.error(f"--validate-modes: choose from {', '.join(MODES)}, not {args.validate_modes!r}")
     if args.validate_deals:
-        from agents import AgentSpecError, check_spec_for_table, make_agent
+        from dragons_egg.agents import AgentSpecError, check_spec_for_table, make_agent
 
         for spec in play or ("",):
             try:
@@ -512,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    s["command"] = "python -m experiments.tribute_headroom " + " ".join(
+    s["command"] = "python -m dragons_egg.experiments.tribute_headroom " + " ".join(
         sys.argv[1:] if argv is None else argv)
     if args.export_policy:
         try:

@@ -1,7 +1,8 @@
 """Differential check of the batched engine (``dragons_egg_env.vector``) against the scalar
 rules engine (``dragons_egg_env.engine``), and its speed.
 
-``python -m experiments.vector_check --matches 100000 --seed 0 --batch 256`` plays matches over
+``python -m dragons_egg.experiments.vector_check --matches 100000 --seed 0 --batch 256`` plays
+matches over
 every table size 2..8 and random rule flags (every flag, with both or several values), one
 random configuration per group of ``--batch`` matches. The scalar engine is fed the batched
 engine's deals and the same random actions, and every step compares the legal mask, the
@@ -10,7 +11,8 @@ and the final scores; samples of steps also compare the observations of other se
 state encoding, ``to_state`` field by field, and replay exports played back by
 ``replay.replay``. It prints progress lines and the figures, and exits 1 on any difference.
 
-``python -m experiments.vector_check --speed`` measures instead, on one core: random play
+``python -m dragons_egg.experiments.vector_check --speed`` measures instead, on one core: random
+play
 through ``dragons_egg_v0.raw_env()`` (the benchmark's AEC loop) and through
 ``VectorEngine.random_steps`` at ``--speed-batch`` matches (4 players, observations and masks
 every step), interleaved, plus the memory per match.
@@ -295,8 +297,8 @@ def speed(seconds: float, batch: int, players: int, seed: int, rounds: int = 3) 
     """Steps/s of random play: raw_env through the benchmark's AEC loop, and the batched
     engine's ``random_steps`` (observations and masks every step), interleaved in three
     slices each; plus bytes per match."""
+    from dragons_egg.experiments.bench import AECLoop
     from dragons_egg_env import dragons_egg_v0
-    from experiments.bench import AECLoop
 
     aec = AECLoop(lambda: dragons_egg_v0.raw_env(num_players=players), seed)
     eng = VectorEngine(batch, num_players=players, seed=seed, copy=False, record=False)
@@ -324,7 +326,7 @@ def speed(seconds: float, batch: int, players: int, seed: int, rounds: int = 3) 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m experiments.vector_check",
+    p = argparse.ArgumentParser(prog="python -m dragons_egg.experiments.vector_check",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--matches", type=int, default=2000, help="matches to check (default 2000)")
     p.add_argument("--seed", type=int, default=0, help="seed of configurations, deals, actions")

@@ -70,7 +70,7 @@ def shuffled_hidden(s: E.State, observer: int, rng: random.Random) -> E.State:
 
 def small_policy(path, seed=0, seconds=100.0, hidden=16):
     """A random 8-seat policy file with provenance, as the self-play trainer writes them."""
-    from agents.netpolicy import NetPolicy
+    from dragons_egg.agents.netpolicy import NetPolicy
     from dragons_egg_env.actions import NUM_ACTIONS
     from dragons_egg_env.observation import layout
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from support import random_states, shuffled_hidden
 
-from agents import (
+from dragons_egg.agents import (
     AgentSpecError,
     available,
     check_spec_for_table,
@@ -14,9 +14,9 @@ from agents import (
     parse_spec,
     table_limit,
 )
-from agents.heuristic import HeuristicAgent, strongest_ask, weakest_give
-from agents.runner import play_match
-from agents.sampling import sample_world
+from dragons_egg.agents.heuristic import HeuristicAgent, strongest_ask, weakest_give
+from dragons_egg.agents.runner import play_match
+from dragons_egg.agents.sampling import sample_world
 from dragons_egg_env import actions as A
 from dragons_egg_env import dragons_egg_v0
 from dragons_egg_env import engine as E
@@ -102,7 +102,7 @@ def test_checkpoint_paths_are_checked_when_the_spec_is_read(tmp_path):
 def test_a_checkpoint_that_passes_the_checks_but_does_not_load_is_one_line(tmp_path):
     import zipfile
 
-    from agents.ppo import PREVIOUS
+    from dragons_egg.agents.ppo import PREVIOUS
 
     broken = tmp_path / "broken.zip"
     with zipfile.ZipFile(PREVIOUS) as src, zipfile.ZipFile(broken, "w") as dst:
@@ -119,7 +119,7 @@ def test_a_checkpoint_that_passes_the_checks_but_does_not_load_is_one_line(tmp_p
 def test_table_size_limits():
     """The shipped ppo agent plays every table size; the previous one (SB3, trained at 4
     players) plays tables of up to 4."""
-    from agents.ppo import PREVIOUS
+    from dragons_egg.agents.ppo import PREVIOUS
 
     assert table_limit("ppo") == 8
     assert table_limit("heuristic") is None and table_limit("ismcts:iterations=5") is None
@@ -140,7 +140,7 @@ def test_ppo_reads_either_checkpoint_format_by_content(tmp_path):
     """A .npz policy and an SB3 zip are told apart by what they hold, not by their names."""
     import shutil
 
-    from agents.ppo import PREVIOUS, SHIPPED, PPOAgent, checkpoint_format
+    from dragons_egg.agents.ppo import PREVIOUS, SHIPPED, PPOAgent, checkpoint_format
 
     net = shutil.copy(SHIPPED, tmp_path / "policy.zip")
     sb3 = shutil.copy(PREVIOUS, tmp_path / "policy.npz")
@@ -156,7 +156,7 @@ def test_reading_specs_loads_neither_torch_nor_ray(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys, agents\n"
+    code = ("import sys\nfrom dragons_egg import agents\n"
             "agents.parse_spec('ppo'); agents.check_spec_for_table('ppo', 3)\n"
             "agents.parse_spec('ismcts:iterations=9')\n"
             "for bad in ('ppo:path=/nope.zip', 'rllib:path=/nope'):\n"

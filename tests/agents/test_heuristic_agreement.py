@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from support import random_states, shuffled_hidden
 
-from agents import make_agent
-from agents.heuristic import (
+from dragons_egg.agents import make_agent
+from dragons_egg.agents.heuristic import (
     BIG_HAND,
     DANGER_CARDS,
     HeuristicAgent,
@@ -22,13 +22,13 @@ from agents.heuristic import (
     heuristic_actions,
     mask_to_int,
 )
-from agents.ismcts import (
+from dragons_egg.agents.ismcts import (
     ROLLOUTS,
     ISMCTSAgent,
     greedy_rollout_action,
     heuristic_rollout_action,
 )
-from agents.simple import GreedyAgent, greedy_choice
+from dragons_egg.agents.simple import GreedyAgent, greedy_choice
 from dragons_egg_env import actions as A
 from dragons_egg_env import dragons_egg_v0
 from dragons_egg_env import engine as E

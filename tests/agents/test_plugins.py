@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import agents
-from agents import (
+from dragons_egg import agents
+from dragons_egg.agents import (
     AgentSpecError,
     available,
     make_agent,
@@ -19,8 +19,8 @@ from agents import (
     registrations,
     restore_registrations,
 )
-from agents.heuristic import HeuristicAgent
-from agents.runner import play_match
+from dragons_egg.agents.heuristic import HeuristicAgent
+from dragons_egg.agents.runner import play_match
 from dragons_egg_env.config import RulesConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,7 +89,7 @@ def test_the_documented_example_plays_from_the_current_directory(my_bots, monkey
     ("my_bots.py:Shedder", "names an importable module, not a file"),
     ("my_bots:PASS", "is not an agent class or factory"),
     ("collections:OrderedDict", "is not an agent: a class used as an agent must subclass "
-                                "agents.Agent"),
+                                "dragons_egg.agents.Agent"),
     ("broken_bots:Bot", "importing broken_bots failed: ZeroDivisionError"),
 ])
 def test_bad_plugin_specs_are_one_line_errors(my_bots, monkeypatch, spec, needle):
@@ -207,7 +207,7 @@ def test_the_console_script_finds_a_module_in_the_current_directory(my_bots):
 
 def test_module_class_specs_in_the_python_tournament_api_under_spawn(my_bots, monkeypatch):
     """The tournament resolves ``MODULE:CLASS`` in its spawned workers (as on macOS)."""
-    from experiments.tournament import TournamentConfig, run_matches
+    from dragons_egg.experiments.tournament import TournamentConfig, run_matches
 
     monkeypatch.chdir(my_bots)
     tc = TournamentConfig(agents=["my_bots:Shedder:order=strong", "heuristic", "random"],

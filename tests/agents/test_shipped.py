@@ -6,10 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import make_agent
-from agents.netpolicy import load_policy_file
-from agents.ppo import PREVIOUS, SHIPPED
-from agents.runner import play_match
+from dragons_egg.agents import make_agent
+from dragons_egg.agents.netpolicy import load_policy_file
+from dragons_egg.agents.ppo import PREVIOUS, SHIPPED
+from dragons_egg.agents.runner import play_match
 from dragons_egg_env.config import TABLE_SIZES, RulesConfig
 
 PROVENANCE = SHIPPED.with_suffix(".json")
@@ -22,6 +22,7 @@ def test_shipped_policy_is_small_and_documented():
     assert SHIPPED.is_file(), "the shipped policy is missing"
     assert SHIPPED.stat().st_size < 5 * 2**20
     meta = json.loads(PROVENANCE.read_text())
+    # the command as it ran, before the modules moved under dragons_egg (0.3.0)
     assert meta["command"].startswith("python -m experiments.selfplay --config "
                                       "experiments/configs/selfplay-shipped.json && ")
     # trained within 3 hours of collection, updates and the tribute data (issue 11): the
@@ -36,7 +37,7 @@ def test_shipped_policy_is_small_and_documented():
 
 
 def test_shipped_policy_is_the_snapshot_with_a_four_player_give_back():
-    from agents.netpolicy import SIZED_TRIBUTE_FEATURES, TRIBUTE_FEATURES
+    from dragons_egg.agents.netpolicy import SIZED_TRIBUTE_FEATURES, TRIBUTE_FEATURES
     from dragons_egg_env.actions import GIVE_BASE
 
     shipped = load_policy_file(SHIPPED)

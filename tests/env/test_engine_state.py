@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pytest
 
-from agents import sampling
-from agents.sampling import SamplingError, sample_world
+from dragons_egg.agents import sampling
+from dragons_egg.agents.sampling import SamplingError, sample_world
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import PASS, play
 from dragons_egg_env.cards import (

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FRAMEWORKS = ("pettingzoo", "gymnasium", "numpy", "torch", "ray", "agents", "experiments")
+FRAMEWORKS = ("pettingzoo", "gymnasium", "numpy", "torch", "ray", "dragons_egg.agents",
+              "dragons_egg.experiments")
 
 
 def _fresh(code: str, cwd: Path = ROOT) -> str:
@@ -75,7 +76,7 @@ def test_documented_registry_form_works_in_a_fresh_interpreter(form, tmp_path):
     call = form.replace("opponents=[...]", "opponents=[AgentSpec('random')]")
     if form.startswith("gymnasium"):
         setup = ("import sys, gymnasium\n"
-                 "from agents import AgentSpec\n"
+                 "from dragons_egg.agents import AgentSpec\n"
                  "assert 'dragons_egg_env.wrappers' not in sys.modules\n")
         check = "obs, info = env.reset(seed=0)\nprint(info['num_players'])\n"
         expected = "4"
@@ -95,7 +96,7 @@ def test_env_package_imports_no_upper_layer():
         for line in path.read_text().splitlines():
             words = line.strip().split()
             if words[:1] in (["import"], ["from"]) and len(words) > 1:
-                assert words[1].split(".")[0] not in ("agents", "experiments"), \
+                assert words[1].split(".")[0] != "dragons_egg", \
                     f"{path.name}: {line.strip()}"
 
 

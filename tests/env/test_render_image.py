@@ -135,7 +135,7 @@ def test_tribute_exchange_only_in_the_two_players_images():
     while not (env.phase() == "ask" and env.engine_state.asked):
         legal = env.legal_actions()
         env.step(legal[rng.randrange(len(legal))])
-    from experiments.gif import _action_text  # the GIF captions hide it the same way
+    from dragons_egg.experiments.gif import _action_text  # the GIF captions hide it the same way
 
     s = env.engine_state
     blank = s.clone()

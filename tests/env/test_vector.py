@@ -10,13 +10,13 @@ import pytest
 
 pytest.importorskip("numba")
 
+from dragons_egg.experiments.vector_check import Checker, Figures, state_diff
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import NUM_ACTIONS, PASS, describe
 from dragons_egg_env.config import ConfigError, RulesConfig
 from dragons_egg_env.observation import Encoder
 from dragons_egg_env.replay import replay
 from dragons_egg_env.vector import VectorEngine, random_replays
-from experiments.vector_check import Checker, Figures, state_diff
 
 ROOT = Path(__file__).resolve().parents[2]
 

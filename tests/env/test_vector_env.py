@@ -1,5 +1,5 @@
 """The single-learner Gymnasium vector env (dragons_egg_env.vector_env) and the agent adapter
-(agents.batched): rewards and episode returns, seat draws, seeding, opponents, replays of the
+(dragons_egg.agents.batched): rewards and episode returns, seat draws, seeding, opponents, replays of the
 played matches through the scalar engine, autoreset infos and bad input."""
 
 from collections import Counter, defaultdict
@@ -11,9 +11,9 @@ pytest.importorskip("numba")
 
 from gymnasium.vector import AutoresetMode
 
-from agents.base import Agent
-from agents.batched import AgentPolicy
-from agents.heuristic import HeuristicAgent
+from dragons_egg.agents.base import Agent
+from dragons_egg.agents.batched import AgentPolicy
+from dragons_egg.agents.heuristic import HeuristicAgent
 from dragons_egg_env.engine import IllegalActionError
 from dragons_egg_env.replay import replay
 from dragons_egg_env.vector_env import MatchAwarePolicy, SingleAgentVectorEnv

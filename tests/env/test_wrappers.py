@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from agents import AgentSpec
+from dragons_egg.agents import AgentSpec
 from dragons_egg_env.wrappers import GYM_ID, SingleAgentEnv
 
 
@@ -57,7 +57,7 @@ def test_learner_rewards_match_the_table_and_the_loser_sees_minus_one():
 def test_learner_returns_sum_to_zero_over_the_table():
     """The same match (same seed, every seat played by the deterministic greedy rule) seen
     by a learner at each seat in turn: the four returns sum to zero."""
-    from agents.simple import greedy_choice
+    from dragons_egg.agents.simple import greedy_choice
 
     for seed in range(5):
         returns = []
@@ -106,7 +106,7 @@ def test_vec_envs_and_pool_updates():
 
 
 def test_callable_and_agent_opponents():
-    from agents import make_agent
+    from dragons_egg.agents import make_agent
 
     calls = []
 
@@ -134,7 +134,7 @@ def test_illegal_learner_action():
 
 @pytest.mark.parametrize("kwargs,needle", [
     ({"opponents": []}, "pool is empty"),
-    ({"opponents": ["heuristic"]}, r"spec string.*agents.AgentSpec\('heuristic'\)"),
+    ({"opponents": ["heuristic"]}, r"spec string.*dragons_egg.agents.AgentSpec\('heuristic'\)"),
     ({"opponents": "heuristic"}, "a sequence of opponents"),
     ({"opponents": [3]}, "an opponent is a factory"),
     ({"table_sizes": (9,)}, "num_players must be 2..8"),
@@ -151,7 +151,7 @@ def test_bad_arguments(kwargs, needle):
 
 
 def test_opponents_are_required_and_specs_checked():
-    from agents import AgentSpecError
+    from dragons_egg.agents import AgentSpecError
 
     with pytest.raises(TypeError, match="opponents"):
         SingleAgentEnv()

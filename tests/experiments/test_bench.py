@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from experiments import bench
+from dragons_egg.experiments import bench
 
 
 def test_bench_runs_and_writes_json(tmp_path, capsys):

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.ppo import PREVIOUS
+from dragons_egg.agents.ppo import PREVIOUS
+from dragons_egg.experiments.cli import main
 from dragons_egg_env.replay import replay
-from experiments.cli import main
 
 
 def scripted(lines):
@@ -140,7 +140,7 @@ def test_replay_errors(tmp_path, capsys):
 
 
 def test_console_script_help():
-    res = subprocess.run([sys.executable, "-m", "experiments.cli", "--help"],
+    res = subprocess.run([sys.executable, "-m", "dragons_egg.experiments.cli", "--help"],
                          capture_output=True, text=True)
     assert res.returncode == 0
     for cmd in ("play", "tournament", "replay", "gif", "bench"):
@@ -148,7 +148,7 @@ def test_console_script_help():
 
 
 def test_bench_and_gif_take_their_options_in_the_usual_places(capsys):
-    from experiments.cli import build_parser
+    from dragons_egg.experiments.cli import build_parser
 
     args = build_parser().parse_args(["bench", "--seconds", "1", "--players", "3",
                                       "--json", "b.json"])
@@ -203,7 +203,7 @@ def test_play_mistakes_are_one_line_errors(argv, needle, tmp_path, capsys):
 def test_a_checkpoint_that_does_not_load_is_a_one_line_error(tmp_path, capsys):
     import zipfile
 
-    from agents.ppo import PREVIOUS
+    from dragons_egg.agents.ppo import PREVIOUS
 
     broken = tmp_path / "broken.zip"
     with zipfile.ZipFile(PREVIOUS) as src, zipfile.ZipFile(broken, "w") as dst:

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from dragons_egg.experiments import docs
 from dragons_egg_env.actions import ACTION_RANGES, NUM_ACTIONS
 from dragons_egg_env.config import ConfigError, RulesConfig
 from dragons_egg_env.observation import layout
-from experiments import docs
 
 DOCS_DIR = Path(__file__).resolve().parents[2] / "docs"
 RULES_MD = DOCS_DIR / "rules.md"
@@ -37,15 +37,15 @@ def rules_text() -> str:
 ])
 def test_generated_file_in_sync(name, make):
     path = DOCS_DIR / name
-    assert path.exists(), f"{path} is missing: run python -m experiments.docs"
+    assert path.exists(), f"{path} is missing: run python -m dragons_egg.experiments.docs"
     assert path.read_text(encoding="utf-8") == make(), \
-        f"{path} is stale: run python -m experiments.docs"
+        f"{path} is stale: run python -m dragons_egg.experiments.docs"
 
 
 def test_rules_flags_block_in_sync(rules_text):
     assert rules_text.count(docs.FLAGS_START) == 1 and rules_text.count(docs.FLAGS_END) == 1
     assert docs.rules_flags_block() in rules_text, \
-        "the flags table of docs/rules.md is stale: run python -m experiments.docs"
+        "the flags table of docs/rules.md is stale: run python -m dragons_egg.experiments.docs"
     assert docs.splice_rules(rules_text) == rules_text
 
 
@@ -54,7 +54,7 @@ def test_no_stale_files():
 
 
 def test_check_cli_passes_on_repo():
-    proc = subprocess.run([sys.executable, "-m", "experiments.docs", "--check"],
+    proc = subprocess.run([sys.executable, "-m", "dragons_egg.experiments.docs", "--check"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
@@ -237,9 +237,9 @@ def test_size_formula_rendering():
 
 
 def test_readme_results_tables_come_from_the_committed_results():
-    from experiments import readme_tables
+    from dragons_egg.experiments import readme_tables
 
-    assert readme_tables.main(["--check"]) == 0, "run python -m experiments.readme_tables"
+    assert readme_tables.main(["--check"]) == 0, "run python -m dragons_egg.experiments.readme_tables"
     text = (readme_tables.ROOT / "README.md").read_text()
     ends = text.count("<!-- results:end -->")
     assert text.count("<!-- results:") - ends == ends >= 1  # every block opened and closed
@@ -248,7 +248,7 @@ def test_readme_results_tables_come_from_the_committed_results():
 def test_readme_blocks_are_rendered_from_the_files_they_name(tmp_path):
     import json
 
-    from experiments import readme_tables
+    from dragons_egg.experiments import readme_tables
 
     d = tmp_path / "res" / "t"
     d.mkdir(parents=True)
@@ -276,7 +276,7 @@ def test_readme_blocks_are_rendered_from_the_files_they_name(tmp_path):
 def test_readme_tribute_block_shows_policies_an_analysis_left_out_as_dashes(tmp_path):
     import json
 
-    from experiments import readme_tables
+    from dragons_egg.experiments import readme_tables
 
     d = tmp_path / "res" / "tr"
     d.mkdir(parents=True)

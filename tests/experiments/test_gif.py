@@ -1,4 +1,4 @@
-"""Replays drawn as GIFs and PNG frames (``experiments.gif``, ``dragons-egg gif``)."""
+"""Replays drawn as GIFs and PNG frames (``dragons_egg.experiments.gif``, ``dragons-egg gif``)."""
 
 import json
 import random
@@ -14,9 +14,9 @@ pytest.importorskip("PIL", reason="image rendering needs Pillow (the 'render' ex
 from PIL import Image  # noqa: E402
 from support import random_match  # noqa: E402
 
+from dragons_egg.experiments.gif import main, replay_frames, replay_to_frames, replay_to_gif  # noqa: E402
 from dragons_egg_env import dragons_egg_v0  # noqa: E402
 from dragons_egg_env.replay import ReplayError, partial_replay  # noqa: E402
-from experiments.gif import main, replay_frames, replay_to_frames, replay_to_gif  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def replay_file(tmp_path, replay_data):
 
 def test_gif_module_imports_without_pillow():
     code = ("import sys; sys.modules['PIL'] = None\n"
-            "import experiments.gif\n")
+            "import dragons_egg.experiments.gif\n")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -104,7 +104,8 @@ def test_command_line(tmp_path, replay_file, replay_data, capsys):
             main(argv)
         assert exc.value.code == 2
         err = capsys.readouterr().err
-        assert err.startswith("usage: python -m experiments.gif") and len(err.splitlines()) <= 5
+        assert err.startswith("usage: python -m dragons_egg.experiments.gif")
+        assert len(err.splitlines()) <= 6
         return err.splitlines()[-1]
 
     err = usage_error([str(short), str(tmp_path / "y.gif"), "--viewer", "player_7"])
@@ -141,7 +142,7 @@ def test_an_output_name_that_is_not_a_gif_is_refused(tmp_path, replay_file, name
 
 def test_dragons_egg_gif_errors_print_the_gif_usage(tmp_path, capsys):
     """Errors found after parsing (a binary replay) print the subcommand's usage."""
-    from experiments.cli import main as cli_main
+    from dragons_egg.experiments.cli import main as cli_main
 
     binary = tmp_path / "bin.json"
     binary.write_bytes(bytes(range(256)))

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from experiments.main_job import main
+from dragons_egg.experiments.main_job import main
 
 
 def test_report_gives_trained_samples_and_labels_the_agents(tmp_path):

@@ -9,13 +9,13 @@ import re
 
 import pytest
 
-from agents.base import Agent
+from dragons_egg.agents.base import Agent
+from dragons_egg.experiments.cli import main
+from dragons_egg.experiments.play import _parse_choice, card_from_text, rules_text
 from dragons_egg_env import engine as E
 from dragons_egg_env.cards import ALL_CARDS, CARD_CODES, NUM_CARDS, card_name, mask_of
 from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.replay import iter_replay, load_replay
-from experiments.cli import main
-from experiments.play import _parse_choice, card_from_text, rules_text
 
 
 def run(argv, answers, tmp_path, name="m.json"):

@@ -19,7 +19,12 @@ import pytest
 ray = pytest.importorskip("ray")
 pytest.importorskip("ray.rllib")
 
-from experiments.rllib import MAIN, DragonsEggMultiAgentEnv, league_mapping_fn, ppo_config  # noqa: E402
+from dragons_egg.experiments.rllib import (  # noqa: E402
+    MAIN,
+    DragonsEggMultiAgentEnv,
+    league_mapping_fn,
+    ppo_config,
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -41,7 +46,7 @@ def stale_cluster_file():
 @pytest.fixture(scope="module")
 def ray_local():
     """A private local Ray instance, whatever else runs on the machine."""
-    from experiments.train_rllib import ray_init_kwargs
+    from dragons_egg.experiments.train_rllib import ray_init_kwargs
 
     if not ray.is_initialized():
         ray.init(**ray_init_kwargs(None, num_cpus=2))
@@ -91,9 +96,9 @@ def test_league_mapping_puts_main_at_one_seat():
 
 
 def test_train_rllib_script_smoke(tmp_path):
-    """``python -m experiments.train_rllib`` without ``--address`` starts its own instance
+    """``python -m dragons_egg.experiments.train_rllib`` without ``--address`` starts its own instance
     (and shuts it down), next to the stale cluster file."""
-    from experiments.train_rllib import main
+    from dragons_egg.experiments.train_rllib import main
 
     if ray.is_initialized():  # the script must start Ray itself here
         ray.shutdown()
@@ -104,8 +109,8 @@ def test_train_rllib_script_smoke(tmp_path):
     assert (tmp_path / "r" / "main_module").is_dir()
     assert (tmp_path / "r" / "checkpoint_1").is_dir()
     # the exported module plays as the rllib agent; it was trained for 4 seats
-    from agents import AgentSpecError, check_spec_for_table, make_agent, parse_spec
-    from agents.runner import play_match
+    from dragons_egg.agents import AgentSpecError, check_spec_for_table, make_agent, parse_spec
+    from dragons_egg.agents.runner import play_match
     from dragons_egg_env.config import RulesConfig
 
     spec = f"rllib:path={tmp_path / 'r' / 'main_module'}"
@@ -138,8 +143,8 @@ def test_one_ppo_iteration(ray_local, runners, tmp_path):
     finally:
         algo.stop()
     if runners == 0:
-        from agents import make_agent
-        from agents.runner import play_match
+        from dragons_egg.agents import make_agent
+        from dragons_egg.agents.runner import play_match
         from dragons_egg_env.config import RulesConfig
 
         bots = [make_agent(f"rllib:path={tmp_path / 'main_module'}", seed=0)] + \
@@ -149,12 +154,12 @@ def test_one_ppo_iteration(ray_local, runners, tmp_path):
 
 
 def test_bad_arguments(capsys):
-    from experiments.train_rllib import main
+    from dragons_egg.experiments.train_rllib import main
 
     with pytest.raises(SystemExit):
         main(["--num-env-runners", "-1"])
     assert "expected >= 0" in capsys.readouterr().err
-    from agents import AgentSpecError, make_agent, parse_spec
+    from dragons_egg.agents import AgentSpecError, make_agent, parse_spec
     with pytest.raises(AgentSpecError, match="exported module folder"):
         make_agent("rllib:path=/nonexistent")
     with pytest.raises(AgentSpecError, match="is a file"):
@@ -164,7 +169,7 @@ def test_bad_arguments(capsys):
 
 
 def test_without_address_ray_starts_a_private_local_instance():
-    from experiments.train_rllib import ray_init_kwargs
+    from dragons_egg.experiments.train_rllib import ray_init_kwargs
 
     assert ray_init_kwargs(None, 3)["address"] == "local"
     assert ray_init_kwargs(None, 3)["num_cpus"] == 3

@@ -1,4 +1,4 @@
-"""The SB3 VecEnv on the batched engine (experiments.sb3_vec): SB3's VecEnv protocol, the
+"""The SB3 VecEnv on the batched engine (dragons_egg.experiments.sb3_vec): SB3's VecEnv protocol, the
 masks sb3-contrib reads, and MaskablePPO training on it unchanged."""
 
 import numpy as np
@@ -10,8 +10,8 @@ pytest.importorskip("sb3_contrib")
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 
+from dragons_egg.experiments.sb3_vec import SB3VectorEnv
 from dragons_egg_env.vector_env import SingleAgentVectorEnv
-from experiments.sb3_vec import SB3VectorEnv
 
 
 def first_legal(obs, mask):

@@ -1,4 +1,4 @@
-"""The batched self-play trainer (experiments.selfplay) and its policy files (agents.netpolicy)."""
+"""The batched self-play trainer (dragons_egg.experiments.selfplay) and its policy files (dragons_egg.agents.netpolicy)."""
 
 import json
 
@@ -8,13 +8,13 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("numba")
 
-from agents import make_agent  # noqa: E402
-from agents.netpolicy import PolicyFileError, load_policy_file  # noqa: E402
-from agents.runner import play_match  # noqa: E402
+from dragons_egg.agents import make_agent  # noqa: E402
+from dragons_egg.agents.netpolicy import PolicyFileError, load_policy_file  # noqa: E402
+from dragons_egg.agents.runner import play_match  # noqa: E402
+from dragons_egg.experiments import selfplay  # noqa: E402
+from dragons_egg.experiments.selfplay import Run, SelfPlayConfig, advantages  # noqa: E402
 from dragons_egg_env.actions import ASK_BASE, NUM_ACTIONS  # noqa: E402
 from dragons_egg_env.config import RulesConfig  # noqa: E402
-from experiments import selfplay  # noqa: E402
-from experiments.selfplay import Run, SelfPlayConfig, advantages  # noqa: E402
 
 
 def tiny(tmp_path, **kw):
@@ -211,7 +211,7 @@ def test_linear_learning_rate_decays_with_progress(tmp_path):
 
 
 def test_a_checkpoint_ships_as_a_ppo_policy_with_provenance(tmp_path, capsys):
-    from experiments import ship
+    from dragons_egg.experiments import ship
 
     run = Run(tiny(tmp_path, run_name="s"))
     run.iteration()
@@ -243,7 +243,7 @@ def test_a_checkpoint_ships_as_a_ppo_policy_with_provenance(tmp_path, capsys):
 
 
 def test_settings_comparison_reports_every_variant(tmp_path):
-    from experiments import selfplay_compare
+    from dragons_egg.experiments import selfplay_compare
 
     out = tmp_path / "cmp"
     assert selfplay_compare.main(["--seconds", "0.5", "--matches", "4", "--variants",
@@ -260,7 +260,7 @@ def test_settings_comparison_reports_every_variant(tmp_path):
 
 
 def test_saved_policies_are_evaluated_afterwards_once_each(tmp_path, capsys):
-    from experiments import selfplay_eval
+    from dragons_egg.experiments import selfplay_eval
 
     cfg = tiny(tmp_path, total_samples=600, eval_every=300, eval_opponents=("random",),
                eval_players=2, eval_matches=4, num_rounds=1, run_name="e")
@@ -306,8 +306,8 @@ def test_a_non_finite_loss_stops_before_touching_the_weights(tmp_path, monkeypat
 def test_league_agents_play_their_seats_and_are_not_trained_on(tmp_path):
     """A ``greedy`` league member plays exactly the greedy rule at its seats; those decisions
     are not the learner's; a stateful agent cannot join the league."""
-    from agents.heuristic import mask_to_int
-    from agents.simple import greedy_mask
+    from dragons_egg.agents.heuristic import mask_to_int
+    from dragons_egg.agents.simple import greedy_mask
 
     run = Run(tiny(tmp_path, opponent_share=0.6, league_agents=("greedy",)))
     col = run.collector

@@ -4,9 +4,7 @@ import json
 
 import pytest
 
-from dragons_egg_env import engine as E
-from dragons_egg_env.config import RulesConfig
-from experiments.tournament import (
+from dragons_egg.experiments.tournament import (
     TournamentConfig,
     deal_sequence,
     main,
@@ -14,6 +12,8 @@ from experiments.tournament import (
     run_tournament,
     summarize,
 )
+from dragons_egg_env import engine as E
+from dragons_egg_env.config import RulesConfig
 
 
 def small(**kw):
@@ -150,7 +150,7 @@ def test_agent_failing_to_build_in_a_worker_is_one_line(tmp_path, capsys):
                                         ("{tmp}/file", "is an existing file, not a folder")])
 def test_bad_output_folder_is_reported_before_playing(out, needle, tmp_path, capsys,
                                                       monkeypatch):
-    import experiments.tournament as T
+    import dragons_egg.experiments.tournament as T
 
     def no_play(*a, **k):  # the folder must be checked before any match
         raise AssertionError("matches were played")
@@ -163,7 +163,7 @@ def test_bad_output_folder_is_reported_before_playing(out, needle, tmp_path, cap
 
 
 def test_errors_after_parsing_print_the_subcommand_usage(capsys):
-    from experiments import cli
+    from dragons_egg.experiments import cli
 
     err, line = _usage_error(["tournament", "random", "--out", "/dev/null/x"], capsys,
                              entry=cli.main)
@@ -198,7 +198,7 @@ def test_intervals_from_ten_sequences_are_shown():
 
 
 def test_report_says_how_many_seats_each_agent_fills(tmp_path):
-    from experiments.tournament import markdown_report
+    from dragons_egg.experiments.tournament import markdown_report
 
     tc = small(agents=["heuristic", "greedy", "random"], matches=4, num_rounds=1)
     report = markdown_report(tc, summarize(tc, run_matches(tc, progress=False)), [])
@@ -242,7 +242,7 @@ def test_statistics_are_exact_for_exact_scores():
 
 
 def test_a_spec_that_cannot_play_the_table_is_one_line(capsys):
-    from agents.ppo import PREVIOUS
+    from dragons_egg.agents.ppo import PREVIOUS
 
     _, line = _usage_error([f"ppo:path={PREVIOUS}", "random", "--players", "5", "--out",
                             "/tmp/unused"], capsys)

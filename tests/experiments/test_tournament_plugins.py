@@ -8,9 +8,14 @@ import types
 import numpy as np
 import pytest
 
-from agents import AgentSpec, AgentSpecError
-from agents.heuristic import HeuristicAgent
-from experiments.tournament import Entrant, TournamentConfig, run_matches, run_tournament
+from dragons_egg.agents import AgentSpec, AgentSpecError
+from dragons_egg.agents.heuristic import HeuristicAgent
+from dragons_egg.experiments.tournament import (
+    Entrant,
+    TournamentConfig,
+    run_matches,
+    run_tournament,
+)
 
 
 def make_heuristic(seed):
@@ -141,7 +146,7 @@ class Cautious(HeuristicAgent):
 
 @pytest.fixture
 def registry(monkeypatch):
-    import agents
+    from dragons_egg import agents
 
     monkeypatch.setattr(agents, "_REGISTRY", dict(agents._REGISTRY))  # undone after the test
     return agents
@@ -157,12 +162,12 @@ def test_registered_agents_reach_spawned_workers(registry):
 
 def test_a_registered_lambda_needs_one_worker(registry):
     registry.register("lam_t", lambda seed=None: HeuristicAgent(seed=seed))
-    with pytest.raises(TypeError, match=r"'lam_t'.*agents.register.*cannot be pickled"):
+    with pytest.raises(TypeError, match=r"'lam_t'.*dragons_egg.agents.register.*cannot be pickled"):
         config(["lam_t", "random"], workers=2).validate()
 
 
 def test_a_checkpoint_is_checked_against_the_table_size():
-    from agents.ppo import PREVIOUS
+    from dragons_egg.agents.ppo import PREVIOUS
 
     with pytest.raises(AgentSpecError, match="up to 4 players"):
         config([f"ppo:path={PREVIOUS}", "random"], num_players=5).validate()

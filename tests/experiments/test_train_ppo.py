@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from experiments.train_ppo import TrainConfig, main, train
+from dragons_egg.experiments.train_ppo import TrainConfig, main, train
 
 TINY = ["--total-timesteps", "512", "--n-steps", "128", "--batch-size", "64", "--n-epochs", "1",
         "--num-rounds", "1", "--eval-matches", "4", "--eval-every", "256",
@@ -47,8 +47,8 @@ def test_resume_continues_from_a_checkpoint(tiny_run, tmp_path):
 
 
 def test_ppo_agent_plays_legal_moves_at_any_table_size(tiny_run):
-    from agents import make_agent
-    from agents.runner import play_match
+    from dragons_egg.agents import make_agent
+    from dragons_egg.agents.runner import play_match
     from dragons_egg_env.config import RulesConfig
 
     path = tiny_run / "checkpoints" / "final.zip"
@@ -89,7 +89,7 @@ def test_config_file_and_corrupt_checkpoint(tmp_path, capsys):
     assert "unknown setting(s) learning_rat" in capsys.readouterr().err
     toml = tmp_path / "c.toml"
     toml.write_text("total_timesteps = 10\nseed = 4\n")
-    from experiments.train_ppo import build_parser, config_from_args
+    from dragons_egg.experiments.train_ppo import build_parser, config_from_args
     cfg = config_from_args(build_parser().parse_args(["--config", str(toml), "--seed", "5"]))
     assert (cfg.total_timesteps, cfg.seed) == (10, 5)
     corrupt = tmp_path / "ckpt.zip"
@@ -97,7 +97,7 @@ def test_config_file_and_corrupt_checkpoint(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(TINY + ["--out-dir", str(tmp_path), "--resume", str(corrupt)])
     assert "corrupt or not an SB3 zip" in capsys.readouterr().err
-    from agents import AgentSpecError, make_agent
+    from dragons_egg.agents import AgentSpecError, make_agent
     with pytest.raises(AgentSpecError, match="corrupt or not an SB3 zip"):
         make_agent(f"ppo:path={corrupt}")
     with pytest.raises(AgentSpecError, match="does not exist"):

@@ -1,4 +1,4 @@
-"""The tribute analysis (experiments.tribute_analysis): the play policy and the learned
+"""The tribute analysis (dragons_egg.experiments.tribute_analysis): the play policy and the learned
 tribute policy are chosen separately."""
 
 import json
@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from agents import make_agent
-from agents.base import Agent
+from dragons_egg.agents import make_agent
+from dragons_egg.agents.base import Agent
+from dragons_egg.experiments import tribute_analysis as ta
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS
-from experiments import tribute_analysis as ta
 
 
 def test_a_tribute_spec_equal_to_the_heuristic_gives_the_heuristic_results():
@@ -52,7 +52,7 @@ def test_the_learned_tribute_comes_from_the_tribute_agent_only_in_ask_and_give()
 
     def until_tribute_agent_acts(tribute: str) -> ta.TributeMix:
         """Play matches with the mix at seat 0 until the tribute agent has been called."""
-        from agents.runner import play_match
+        from dragons_egg.agents.runner import play_match
         from dragons_egg_env.config import RulesConfig
 
         Recorder.calls = []
@@ -102,7 +102,7 @@ def test_command_line_takes_play_and_tribute_apart(tmp_path, capsys):
 
 
 def _previous():
-    from agents.ppo import PREVIOUS
+    from dragons_egg.agents.ppo import PREVIOUS
 
     return PREVIOUS
 

@@ -1,6 +1,6 @@
-"""The counterfactual tribute fit (``experiments.tribute_fit``) and the policy-file term it
+"""The counterfactual tribute fit (``dragons_egg.experiments.tribute_fit``) and the policy-file term it
 writes (``pi_counts``: policy files of version 3; version 2 files still load), and the
-per-table-size term of version 4 files (``experiments.tribute_headroom`` writes them)."""
+per-table-size term of version 4 files (``dragons_egg.experiments.tribute_headroom`` writes them)."""
 
 import json
 import random
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from support import small_policy
 
-from agents import make_agent
-from agents.heuristic import HeuristicAgent
-from agents.netpolicy import (
+from dragons_egg.agents import make_agent
+from dragons_egg.agents.heuristic import HeuristicAgent
+from dragons_egg.agents.netpolicy import (
     COUNT_FEATURES,
     SIZED_TRIBUTE_FEATURES,
     TRIBUTE_FEATURES,
@@ -23,12 +23,12 @@ from agents.netpolicy import (
     tribute_context,
     tribute_features,
 )
+from dragons_egg.experiments import tribute_fit as T
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
 from dragons_egg_env.cards import BEAST, DRAGON_MASK
 from dragons_egg_env.config import TABLE_SIZES, RulesConfig
 from dragons_egg_env.observation import OBS_PHASES, Encoder, layout
-from experiments import tribute_fit as T
 
 
 def tribute_state(seed=0, n=4):

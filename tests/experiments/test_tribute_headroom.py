@@ -1,17 +1,17 @@
-"""The cross-validated tribute headroom (``experiments.tribute_headroom``) on planted values."""
+"""The cross-validated tribute headroom (``dragons_egg.experiments.tribute_headroom``) on planted values."""
 
 import json
 
 import numpy as np
 import pytest
 
+from dragons_egg.experiments import tribute_fit as T
+from dragons_egg.experiments import tribute_headroom as H
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
 from dragons_egg_env.cards import BEAST, DARKLORD, EGG
 from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.engine import Phase
 from dragons_egg_env.observation import OBS_PHASES, layout
-from experiments import tribute_fit as T
-from experiments import tribute_headroom as H
 
 # A Dragon's hand: the 3 of Earth alone, the 7 of Earth alone, a pair of 9s and the Beast.
 THREE, SEVEN, NINES = 2 * 4, 6 * 4, (8 * 4, 8 * 4 + 1)
@@ -118,7 +118,7 @@ def test_main_writes_the_report_and_names_bad_input(tmp_path, capsys):
     report = (out / "report.md").read_text()
     assert "| give | position | robust |" in report and "holds no ask states" in report
     assert (out / "headroom.png").stat().st_size > 0
-    assert s["command"].startswith("python -m experiments.tribute_headroom --data")
+    assert s["command"].startswith("python -m dragons_egg.experiments.tribute_headroom --data")
     assert H.main(["--data", str(path), "--players", "5", "--out", str(out)]) == 2
     assert "holds no 5-player states" in capsys.readouterr().err
     assert H.main(["--data", str(tmp_path / "missing.npz"), "--out", str(out)]) == 2
@@ -129,7 +129,7 @@ def test_main_writes_the_report_and_names_bad_input(tmp_path, capsys):
 
 
 def test_table_tribute_gives_back_the_best_key_and_otherwise_plays_the_heuristic():
-    from agents.heuristic import HeuristicAgent
+    from dragons_egg.agents.heuristic import HeuristicAgent
     from dragons_egg_env.config import RulesConfig
 
     d = give_data(1, {})
@@ -194,7 +194,7 @@ def test_the_egg_given_back_is_a_class_of_its_own_in_every_state():
 def test_an_exported_policy_gives_back_by_the_table_and_plays_as_before(tmp_path):
     from support import small_policy
 
-    from agents.netpolicy import SIZED_TRIBUTE_FEATURES, load_policy_file
+    from dragons_egg.agents.netpolicy import SIZED_TRIBUTE_FEATURES, load_policy_file
 
     base = load_policy_file(small_policy(tmp_path / "base.npz", seed=3))
     table = {(8, 2): 0.05, (6, 1): -0.01, (2, 1): 0.02, (H.DRAGONS, 1): -0.3}
@@ -238,7 +238,7 @@ def test_an_exported_policy_gives_back_by_the_table_and_plays_as_before(tmp_path
 def test_export_checks_the_data_came_from_the_policy_and_counts_its_seconds(tmp_path):
     from support import small_policy
 
-    from agents.netpolicy import load_policy_file
+    from dragons_egg.agents.netpolicy import load_policy_file
 
     base = small_policy(tmp_path / "policy.npz", seed=1, seconds=250.0)
     data = give_data(100, {(NINES[0], 0): 0.5, (NINES[1], 0): 0.5})
