@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+LINKS := $(VENV)/.linked
 
 .PHONY: demo test lint bench docs clean
 
@@ -12,26 +13,34 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch's CPU build first: an unpinned torch would pull a CUDA build of several GB
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test,docs,all]'
-	touch $(STAMP)
+	# editable_mode=strict: a tree of links holding exactly the wheel's import names
+	# (docs/architecture.md), which type checkers and IDEs follow like the wheel's files
+	$(PY) -m pip install --quiet -e '.[test,docs,all]' --config-settings editable_mode=strict
+	touch $(STAMP) $(LINKS)
 
-demo: $(STAMP)
+# The link tree lists files, not folders: a module added or removed (its folder's time changes)
+# links the tree again.
+$(LINKS): $(STAMP) dragons_egg_env agents experiments agents/data experiments/configs
+	$(PY) -m pip install --quiet --no-deps -e . --config-settings editable_mode=strict
+	touch $(LINKS)
+
+demo: $(LINKS)
 	$(PY) -m dragons_egg.experiments.main_job
 
-test: $(STAMP)
+test: $(LINKS)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -n 2 --dist loadfile -q
 
-lint: $(STAMP)
+lint: $(LINKS)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 
-bench: $(STAMP)
-	$(PY) -m pip install --quiet -e '.[test,bench]'
+bench: $(LINKS)
+	$(PY) -m pip install --quiet -e '.[test,bench]' --config-settings editable_mode=strict
 	$(PY) -m dragons_egg.experiments.bench
 
-docs: $(STAMP)
+docs: $(LINKS)
 	$(PY) -m dragons_egg.experiments.docs
 
 clean:
