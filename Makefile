@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 LINKS := $(VENV)/.linked
 
-.PHONY: demo test lint bench docs clean
+.PHONY: demo test lint typecheck bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,18 +30,28 @@ demo: $(LINKS)
 test: $(LINKS)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy -p dragons_egg_env -p dragons_egg.agents
 	$(VENV)/bin/pytest -n 2 --dist loadfile -q
+	$(MAKE) docs
 
 lint: $(LINKS)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 
+# mypy --strict on the env and agents packages ([tool.mypy] in pyproject.toml).
+typecheck: $(LINKS)
+	$(VENV)/bin/mypy -p dragons_egg_env -p dragons_egg.agents
+
 bench: $(LINKS)
 	$(PY) -m pip install --quiet -e '.[test,bench]' --config-settings editable_mode=strict
 	$(PY) -m dragons_egg.experiments.bench
 
+# The generated tables of docs/ must be fresh (python -m dragons_egg.experiments.docs writes
+# them), then the site (mkdocs.yml): every warning, a broken link or cross-reference among
+# them, is an error.
 docs: $(LINKS)
-	$(PY) -m dragons_egg.experiments.docs
+	$(PY) -m dragons_egg.experiments.docs --check
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir build/site
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis .mypy_cache

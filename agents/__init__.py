@@ -6,7 +6,7 @@
 An agent spec is one of
 
 - ``NAME`` or ``NAME:key=value,key=value``: a registered agent (the built-in kinds ``random``,
-  ``greedy``, ``heuristic``, ``ismcts``, ``ppo``, ``rllib``; kinds added with
+  ``greedy``, ``heuristic``, ``ismcts``, ``ppo``, ``ppo-0.1``, ``net``, ``rllib``; kinds added with
   :func:`register`) or one an installed package declares in the entry-point group
   ``dragons_egg.agents`` (:data:`ENTRY_POINT_GROUP`, loaded when the name is first used);
 - ``MODULE:CLASS`` or ``MODULE:CLASS:key=value,...``: a subclass of :class:`Agent` (or a
@@ -17,8 +17,11 @@ An agent spec is one of
 Option values are converted to the type of the option's default (or its annotation), and the
 agent's :meth:`Agent.check_options` checks them when the spec is read, before anything heavy
 loads: an unknown agent or option, a bad value or a missing checkpoint is an
-:class:`AgentSpecError` naming it. :func:`check_spec_for_table` says whether a spec can play
-a table of a given size (a learned policy plays tables up to the size it was trained for).
+:class:`AgentSpecError` naming it, and an agent that needs an extra that is not installed (an
+SB3 ``.zip`` for ``ppo``, ``ppo-0.1``: ``train``; ``rllib``: ``rllib``) a
+:class:`MissingExtraSpecError`, one line naming the extra and the ``pip`` command.
+:func:`check_spec_for_table` says whether a spec can play a table of a given size (a learned
+policy plays tables up to the size it was trained for).
 
 :class:`AgentSpec` is a picklable factory for a spec, the form in which the env package's
 single-agent view takes opponents by name. Specs resolve in any process, also under the
@@ -32,18 +35,19 @@ import importlib
 import inspect
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
 from dragons_egg_env.config import parse_bool
+from dragons_egg_env.extras import MissingExtraError
 
 from .base import Agent, legal_from_mask
 from .heuristic import HeuristicAgent
 from .ismcts import ISMCTSAgent
 from .netpolicy import NetAgent
-from .ppo import PPOAgent
+from .ppo import PPOAgent, PreviousPPOAgent
 from .rllib_agent import RLlibAgent
 from .simple import GreedyAgent, RandomAgent
 
@@ -62,6 +66,15 @@ _PROTOCOL = ("start_match", "act", "end_round")
 
 class AgentSpecError(ValueError):
     """An agent spec names an unknown agent or option, or a bad option value."""
+
+
+class MissingExtraSpecError(AgentSpecError, MissingExtraError):
+    """An agent spec whose agent needs an extra that is not installed: both an
+    :class:`AgentSpecError` and a :class:`dragons_egg_env.extras.MissingExtraError` (an
+    ``ImportError``), one line naming the spec, the extra and the ``pip`` command."""
+
+    def __init__(self, what: str, extras: Any, missing: Any) -> None:
+        MissingExtraError.__init__(self, what, extras, missing)
 
 
 def register(name: str, factory: Callable[..., Agent]) -> None:
@@ -104,6 +117,7 @@ def _entry_points() -> dict[str, metadata.EntryPoint]:
     key = tuple(sys.path)
     found = _EP_CACHE.get(key)
     if found is None:
+        eps: Iterable[metadata.EntryPoint]
         try:
             eps = metadata.entry_points(group=ENTRY_POINT_GROUP)
         except Exception:  # noqa: BLE001 - a broken installed distribution must not break us
@@ -124,7 +138,8 @@ def _check_factory(what: str, obj: Any) -> Callable[..., Agent]:
                                  "subclass dragons_egg.agents.Agent")
     elif not callable(obj):
         raise AgentSpecError(f"{what} is not an agent class or factory function")
-    return obj
+    factory: Callable[..., Agent] = obj
+    return factory
 
 
 def _import_module(spec: str, module: str) -> Any:
@@ -282,13 +297,16 @@ def _full_options(name: str, factory: Callable[..., Any], options: dict[str, Any
     return full
 
 
-def _run_hook(label: str, factory: Callable[..., Any], hook: str, full: dict[str, Any]
-              ) -> Any:
+def _run_hook(label: str, factory: Callable[..., Any], hook: str, full: dict[str, Any],
+              spec: str = "") -> Any:
     fn = getattr(factory, hook, None)
     if not callable(fn):
         return None
     try:
         return fn(**full)
+    except MissingExtraError as exc:  # the agent's framework is not installed
+        raise MissingExtraSpecError(f"agent {spec.strip() or label}", exc.extras,
+                                    exc.missing) from None
     except (ValueError, TypeError) as exc:
         raise AgentSpecError(f"{label}: {exc}") from None
 
@@ -311,7 +329,7 @@ def _parse(spec: str) -> tuple[str, dict[str, Any], Callable[..., Agent]]:
             raise AgentSpecError(f"{name}: unknown option {key!r}; options: "
                                  f"{', '.join(params) or 'none'}")
         options[key] = _convert(name, key, value.strip(), _option_type(params.get(key)))
-    _run_hook(name, factory, "check_options", _full_options(name, factory, options))
+    _run_hook(name, factory, "check_options", _full_options(name, factory, options), spec)
     return name, options, factory
 
 
@@ -334,7 +352,7 @@ def table_limit(spec: str) -> int | None:
     for, read from the file without loading torch."""
     name, options, factory = _parse(spec)
     limit = _run_hook(spec.strip(), factory, "table_limit",
-                      _full_options(name, factory, options))
+                      _full_options(name, factory, options), spec)
     return None if limit is None else int(limit)
 
 
@@ -391,7 +409,8 @@ class AgentSpec:
 for _name, _factory in (("random", RandomAgent), ("greedy", GreedyAgent),
                         ("heuristic", HeuristicAgent), ("ismcts", ISMCTSAgent),
                         # torch/SB3 and ray load only when a ppo or rllib agent is made
-                        ("ppo", PPOAgent), ("rllib", RLlibAgent), ("net", NetAgent)):
+                        ("ppo", PPOAgent), ("ppo-0.1", PreviousPPOAgent),
+                        ("rllib", RLlibAgent), ("net", NetAgent)):
     register(_name, _factory)
     _BUILTIN.add(_name)
 
@@ -399,4 +418,5 @@ __all__ = ["Agent", "AgentSpec", "RandomAgent", "GreedyAgent", "HeuristicAgent",
            "NetAgent",
            "register", "registrations", "restore_registrations", "make_agent", "parse_spec",
            "available", "table_limit", "check_spec_for_table", "AgentSpecError",
+           "MissingExtraSpecError", "PreviousPPOAgent",
            "ENTRY_POINT_GROUP", "legal_from_mask"]

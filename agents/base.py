@@ -13,9 +13,10 @@ import random
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dragons_egg_env.config import RulesConfig
-from dragons_egg_env.observation import ObsView, decode
+from dragons_egg_env.observation import MaskArray, ObsArray, ObsView, decode_observation
 
 
 class Agent:
@@ -31,6 +32,10 @@ class Agent:
     #: ``league_agents``).
     memoryless: bool = False
 
+    #: The spec the agent was made from, when :func:`dragons_egg.agents.make_agent` made it
+    #: (:attr:`label` falls back to :attr:`name` without it).
+    spec: str
+
     def __init__(self, seed: int | None = None) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
@@ -38,8 +43,9 @@ class Agent:
         self.config = RulesConfig()
         self.max_players = self.config.num_players
 
+    # (*args: Any, **options: Any: a subclass declares its own options as keyword parameters.)
     @classmethod
-    def check_options(cls, **options: Any) -> None:
+    def check_options(cls, *args: Any, **options: Any) -> None:
         """Check an agent's options when its spec is read, before anything heavy loads.
 
         Called by :func:`dragons_egg.agents.parse_spec` with every option of the constructor but
@@ -48,7 +54,7 @@ class Agent:
         is in range): no model loading, no torch or ray. The default accepts everything."""
 
     @classmethod
-    def table_limit(cls, **options: Any) -> int | None:
+    def table_limit(cls, *args: Any, **options: Any) -> int | None:
         """The largest table this agent can play with these options (``None``: any table).
 
         :func:`dragons_egg.agents.check_spec_for_table` calls it with the same options as
@@ -59,7 +65,7 @@ class Agent:
     @property
     def label(self) -> str:
         """How the agent is named in reports (its registry spec, by default)."""
-        return getattr(self, "spec", self.name)
+        return str(getattr(self, "spec", self.name))
 
     def start_match(self, seat: int, config: RulesConfig, max_players: int | None = None) -> None:
         """A match starts: this agent sits at ``seat`` at a table with ``config``'s rules."""
@@ -67,20 +73,21 @@ class Agent:
         self.config = config
         self.max_players = max_players or config.num_players
 
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        """Choose an action given the agent's own observation vector and action mask."""
+    def act(self, observation: ObsArray, action_mask: MaskArray) -> int:
+        """Choose an action given the agent's own observation vector and action mask (int8
+        from the AEC env, bool from the batched engine)."""
         raise NotImplementedError
 
-    def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+    def act_batch(self, observations: ObsArray, action_masks: MaskArray
+                  ) -> npt.NDArray[np.int64]:
         """The actions of a memoryless agent for rows of independent decisions (observations
         padded to this agent's ``max_players``, and their masks), as an int64 array.
 
         The default calls :meth:`act` row by row. An agent that overrides it promises the
         same actions as :meth:`act` row by row, only faster, so a caller may batch the seats
         of many matches into one call (``dragons_egg.agents.batched.AgentPolicy``, the self-play
-        league).
-        Agents that are not :attr:`memoryless` raise ``TypeError``: their rows depend on what
-        each of them saw before."""
+        league). Agents that are not :attr:`memoryless` raise ``TypeError``: their rows depend
+        on what each of them saw before."""
         if not self.memoryless:
             raise TypeError(f"{type(self).__name__} keeps state across moves; act_batch is for "
                             "memoryless agents")
@@ -91,15 +98,16 @@ class Agent:
     def end_round(self, result: dict[str, Any]) -> None:
         """A round ended; ``result`` is the env's ``round_result`` info (agent names)."""
 
-    def view(self, observation: np.ndarray) -> ObsView:
+    def view(self, observation: ObsArray) -> ObsView:
         """The observation decoded into game terms."""
-        return decode(observation, self.max_players, self.config.num_rounds)
+        return decode_observation(observation, num_rounds=self.config.num_rounds,
+                                  max_players=self.max_players)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.label} seed={self.seed}>"
 
 
-def legal_from_mask(action_mask: np.ndarray) -> list[int]:
+def legal_from_mask(action_mask: MaskArray) -> list[int]:
     """The legal actions of a mask, ascending."""
     return [int(a) for a in np.flatnonzero(action_mask)]
 

@@ -3,18 +3,16 @@
 ``dragons_egg_env.vector_env.SingleAgentVectorEnv`` takes batched policies as opponents.
 :class:`AgentPolicy` turns an existing agent (a spec such as ``"heuristic"``,
 ``"ismcts:iterations=50"``, ``"ppo:path=snap.zip"``, an :class:`dragons_egg.agents.AgentSpec`, or
-any
-factory ``seed -> agent``) into one: it keeps one agent object per (match, seat) it plays,
-tells it ``start_match`` at every new match and ``end_round`` at every round end, and calls
-``agent.act`` row by row.
+any factory ``seed -> agent``) into one: it keeps one agent object per (match, seat) it plays, tells
+it ``start_match`` at every new match and ``end_round`` at every round end, and calls ``agent.act``
+row by row.
 
 It is slow by design: Python per match and per move, exactly as fast as the agent itself (a
 batched torch policy called once per engine step is the fast path). A memoryless agent with
 its own :meth:`dragons_egg.agents.base.Agent.act_batch` (the heuristic) plays all its rows in one
-call.
-Agent objects are reused across the matches of a slot (``start_match`` resets them), made on
-first use with a seed derived from ``seed``, the match slot and the seat, so a seeded env
-plays the same games.
+call. Agent objects are reused across the matches of a slot (``start_match`` resets them), made on
+first use with a seed derived from ``seed``, the match slot and the seat, so a seeded env plays the
+same games.
 """
 
 from __future__ import annotations
@@ -23,8 +21,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dragons_egg_env.config import RulesConfig
+from dragons_egg_env.observation import ObsArray
 
 from . import AgentSpec
 from .base import Agent
@@ -71,16 +71,16 @@ class AgentPolicy:
             agent = self._agents[(b, s)] = self._make(seed)
         return agent
 
-    def start_matches(self, matches: np.ndarray, seats: np.ndarray, config: RulesConfig,
-                      max_players: int) -> None:
+    def start_matches(self, matches: npt.NDArray[np.int64], seats: npt.NDArray[np.bool_],
+                      config: RulesConfig, max_players: int) -> None:
         for b, row in zip(matches.tolist(), seats, strict=True):
             mine = np.flatnonzero(row).tolist()
             self._seats[b] = mine
             for s in mine:
                 self._agent(b, s).start_match(s, config, max_players)
 
-    def act_rows(self, obs: np.ndarray, mask: np.ndarray, matches: np.ndarray,
-                 seats: np.ndarray) -> np.ndarray:
+    def act_rows(self, obs: ObsArray, mask: npt.NDArray[np.bool_], matches: npt.NDArray[np.int64],
+                 seats: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         agents = []
         for b, s in zip(matches.tolist(), seats.tolist(), strict=True):
             if s not in self._seats.get(b, ()):
@@ -88,18 +88,20 @@ class AgentPolicy:
                                    f"seat {s} (start_matches first)")
             agents.append(self._agents[(b, s)])
         if agents and _batches(agents[0]):
-            return agents[0].act_batch(obs, mask)  # the same actions, all rows at once
+            batch: npt.NDArray[np.int64] = agents[0].act_batch(obs, mask)  # all rows at once
+            return batch  # (the same actions as row by row)
         out = np.empty(len(matches), np.int64)
         for i, agent in enumerate(agents):
             out[i] = int(agent.act(obs[i], mask[i]))
         return out
 
-    def end_rounds(self, matches: np.ndarray, results: list[dict[str, Any]]) -> None:
+    def end_rounds(self, matches: npt.NDArray[np.int64], results: list[dict[str, Any]]
+                   ) -> None:
         for b, res in zip(matches.tolist(), results, strict=True):
             for s in self._seats.get(b, ()):
                 self._agents[(b, s)].end_round(res)
 
-    def __call__(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def __call__(self, obs: ObsArray, mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
         raise TypeError("AgentPolicy keeps one agent per match and seat: it is driven through "
                         "start_matches/act_rows/end_rounds (SingleAgentVectorEnv does that)")
 

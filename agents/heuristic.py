@@ -38,6 +38,7 @@ bit ``a`` set means action ``a`` is legal), since the rollouts call them at ever
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import (
@@ -59,7 +60,7 @@ from dragons_egg_env.cards import (
     RANK_MASK,
 )
 from dragons_egg_env.engine import Phase
-from dragons_egg_env.observation import OBS_PHASES, ObsView, layout
+from dragons_egg_env.observation import OBS_PHASES, MaskArray, ObsArray, ObsView, layout
 
 from .base import Agent
 
@@ -138,7 +139,7 @@ class RuleContext:
         return f"RuleContext({fields})"
 
 
-def mask_to_int(action_mask: np.ndarray) -> int:
+def mask_to_int(action_mask: MaskArray) -> int:
     """The int bitmask of an action-mask array (bit ``a`` set where ``action_mask[a]``)."""
     packed = np.packbits(np.asarray(action_mask[:NUM_ACTIONS]) != 0, bitorder="little")
     return int.from_bytes(packed.tobytes(), "little")
@@ -147,7 +148,7 @@ def mask_to_int(action_mask: np.ndarray) -> int:
 def context_from_view(view: ObsView, mask: int) -> RuleContext:
     """The context of an agent from its decoded observation and its legal-action bitmask."""
     others = [view.hand_sizes[j] for j in range(1, view.num_players) if view.out_place[j] < 0]
-    phase = view.phase if isinstance(view.phase, Phase) else Phase[view.phase.upper()]
+    phase = Phase[view.phase.upper()]
     return RuleContext(phase, mask, view.hand, E.thermometer(view.hand),
                        view.top_number, view.top_count, view.pile,
                        min(others, default=NUM_CARDS))
@@ -274,13 +275,14 @@ def _play(ctx: RuleContext, m: int) -> int:
     return PASS if m & 1 else _low(m)  # H7
 
 
-def _row_ints(bits: np.ndarray) -> list[int]:
+def _row_ints(bits: npt.NDArray[np.bool_]) -> list[int]:
     """The int bitmask of each row of a 0/1 array (bit ``k`` = column ``k``)."""
     packed = np.packbits(bits, axis=1, bitorder="little")
     return [int.from_bytes(r.tobytes(), "little") for r in packed]
 
 
-def heuristic_actions(obs: np.ndarray, mask: np.ndarray, max_players: int) -> np.ndarray:
+def heuristic_actions(obs: ObsArray, mask: MaskArray, max_players: int
+                      ) -> npt.NDArray[np.int64]:
     """H1..H9 for a batch of observations padded to ``max_players`` seats, and their masks:
     the actions :meth:`HeuristicAgent.act` takes row by row, with the rule contexts read from
     the arrays at once instead of decoding each observation (several times faster)."""
@@ -288,10 +290,10 @@ def heuristic_actions(obs: np.ndarray, mask: np.ndarray, max_players: int) -> np
     lay = layout(max_players)
     m = max_players
 
-    def field(name: str) -> np.ndarray:
+    def field(name: str) -> npt.NDArray[np.bool_]:
         return obs[:, lay.field(name).slice] > 0.5
 
-    def slot(name: str) -> np.ndarray:  # one-hot index, -1 when none is set
+    def slot(name: str) -> npt.NDArray[np.intp]:  # one-hot index, -1 when none is set
         x = field(name)
         return np.where(x.any(axis=1), x.argmax(axis=1), -1)
 
@@ -323,12 +325,13 @@ class HeuristicAgent(Agent):
     name = "heuristic"
     memoryless = True
 
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+    def act(self, observation: ObsArray, action_mask: MaskArray) -> int:
         mask = mask_to_int(action_mask)
         if not mask & (mask - 1):
             return mask.bit_length() - 1
         return heuristic_action(context_from_view(self.view(observation), mask))
 
-    def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+    def act_batch(self, observations: ObsArray, action_masks: MaskArray
+                  ) -> npt.NDArray[np.int64]:
         """:func:`heuristic_actions`: the same actions as :meth:`act`, read at once."""
         return heuristic_actions(observations, action_masks, self.max_players)

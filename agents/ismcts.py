@@ -2,11 +2,10 @@
 
 Single-observer ISMCTS (Cowling, Powley and Whitehouse, 2012): every iteration samples a full
 state consistent with what the player knows (:func:`dragons_egg.agents.sampling.sample_world`),
-descends
-one shared tree of action sequences, choosing among the actions legal in that determinization
-by UCB1 with availability counts from the point of view of the player to move, expands one new
-action, finishes the round with a fast rollout policy and backs up every seat's round reward
-(R27). The move played is the root action visited most. Search stops at the end of the
+descends one shared tree of action sequences, choosing among the actions legal in that
+determinization by UCB1 with availability counts from the point of view of the player to move,
+expands one new action, finishes the round with a fast rollout policy and backs up every seat's
+round reward (R27). The move played is the root action visited most. Search stops at the end of the
 current round, so tribute choices are judged by the round they shape.
 
 Options: ``iterations`` (per move, default 200), ``time`` (seconds per move; when set it
@@ -26,10 +25,10 @@ import random
 import time as _time
 from collections.abc import Callable
 from numbers import Integral, Real
-
-import numpy as np
+from typing import Any
 
 from dragons_egg_env import engine as E
+from dragons_egg_env.observation import MaskArray, ObsArray
 
 from .base import Agent, legal_from_mask
 from .heuristic import context_from_state, heuristic_action
@@ -90,21 +89,27 @@ ROLLOUTS: dict[str, RolloutPolicy] = {
 }
 
 
+def _is_a(x: object, kind: type) -> bool:
+    """``isinstance`` for the ``numbers`` ABCs (numpy scalars too), which type checkers do not
+    see ``int`` and ``float`` register with."""
+    return isinstance(x, kind)
+
+
 def check_options(iterations: int = 200, time: float = 0.0, c: float = 0.7,
                   rollout: str | RolloutPolicy = "heuristic", epsilon: float = 0.1) -> None:
     """Check the options of an ``ismcts`` agent (a ``ValueError`` naming the first bad one).
 
     The registry calls it when a spec is read (``ismcts:iterations=0`` is an error before any
     match starts); the agent's constructor calls it too."""
-    if isinstance(iterations, bool) or not isinstance(iterations, Integral) or iterations < 1:
+    if isinstance(iterations, bool) or not _is_a(iterations, Integral) or iterations < 1:
         raise ValueError(f"iterations must be >= 1, got {iterations}")
-    if not (isinstance(time, Real) and math.isfinite(time) and time >= 0):
+    if not (_is_a(time, Real) and math.isfinite(time) and time >= 0):
         raise ValueError(f"time must be >= 0 seconds, got {time}")
-    if not (isinstance(c, Real) and math.isfinite(c) and c >= 0):
+    if not (_is_a(c, Real) and math.isfinite(c) and c >= 0):
         raise ValueError(f"c must be a number >= 0, got {c}")
     if not callable(rollout) and rollout not in ROLLOUTS:
         raise ValueError(f"rollout must be one of {', '.join(ROLLOUTS)}; got {rollout!r}")
-    if not (isinstance(epsilon, Real) and 0.0 <= epsilon <= 1.0):
+    if not (_is_a(epsilon, Real) and 0.0 <= epsilon <= 1.0):
         raise ValueError(f"epsilon must be in [0, 1], got {epsilon}")
 
 
@@ -142,11 +147,11 @@ class ISMCTSAgent(Agent):
         self.last_root: _Node | None = None
 
     @classmethod
-    def check_options(cls, **options) -> None:
+    def check_options(cls, **options: Any) -> None:
         """The spec-time check (:func:`check_options`)."""
         check_options(**options)
 
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+    def act(self, observation: ObsArray, action_mask: MaskArray) -> int:
         legal = legal_from_mask(action_mask)
         if len(legal) == 1:
             return legal[0]
@@ -169,7 +174,7 @@ class ISMCTSAgent(Agent):
                    default=legal[0])
         return best
 
-    def _iterate(self, root: _Node, s: E.State, rng) -> None:
+    def _iterate(self, root: _Node, s: E.State, rng: random.Random) -> None:
         node = root
         path = []
         c = self.c

@@ -5,18 +5,16 @@ A checkpoint is one ``.npz`` file: the weights of a multilayer perceptron (``w0`
 ``w1``, ``b1``, ... for the shared layers, ``pi_w``/``pi_b`` for the action logits and
 ``v_w``/``v_b`` for the value), optionally ``pi_counts`` (a linear term added to the action
 logits, written by the tribute fit, ``dragons_egg.experiments.tribute_fit``, and the give-back
-table,
-``dragons_egg.experiments.tribute_headroom``: in version 2 files a function of the own hand's
-number counts,
-:func:`count_features`; in version 3 files a function of those counts, the count of dragon cards
-held and the tribute context, :func:`tribute_features`; in version 4 files the same per table
-size, :func:`sized_tribute_features`), in version 4 files optionally ``pi_gate`` (per table
+table, ``dragons_egg.experiments.tribute_headroom``: in version 2 files a function of the own hand's
+number counts, :func:`count_features`; in version 3 files a function of those counts, the count of
+dragon cards held and the tribute context, :func:`tribute_features`; in version 4 files the same per
+table size, :func:`sized_tribute_features`), in version 4 files optionally ``pi_gate`` (per table
 size and action, a weight on the network's own logit: 0 lets ``pi_counts`` alone choose those
 actions at that size; absent, every weight is 1) and ``meta``, a JSON object with ``format``
-(``"dragons-egg-policy"``), ``version``, ``max_players`` (the observation padding it was
-trained with), ``obs_size``, ``num_actions``, ``hidden`` and ``activation``, and whatever
-provenance the trainer records. Loading needs numpy only (no torch); playing one observation
-costs a few tens of microseconds.
+(``"dragons-egg-policy"``), ``version``, ``max_players`` (the observation padding it was trained
+with), ``obs_size``, ``num_actions``, ``hidden`` and ``activation``, and whatever provenance the
+trainer records. Loading needs numpy only (no torch); playing one observation costs a few tens of
+microseconds.
 
 :class:`NetAgent` plays such a file at any table size up to its ``max_players`` (observations
 of smaller tables are padded with :func:`dragons_egg_env.observation.pad`), taking the most
@@ -31,12 +29,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dragons_egg_env.actions import NUM_ACTIONS
 from dragons_egg_env.cards import NUM_NUMBERS
 from dragons_egg_env.config import TABLE_SIZES, RulesConfig
 from dragons_egg_env.engine import Phase
-from dragons_egg_env.observation import OBS_PHASES, layout, pad
+from dragons_egg_env.observation import (
+    OBS_PHASES,
+    MaskArray,
+    ObsArray,
+    layout,
+    pad,
+    players_for_size,
+)
 
 from .base import Agent
 
@@ -60,31 +66,37 @@ SIZED_TRIBUTE_FEATURES = len(TABLE_SIZES) * TRIBUTE_FEATURES
 PI_COUNTS_ROWS = {2: COUNT_FEATURES, 3: TRIBUTE_FEATURES, 4: SIZED_TRIBUTE_FEATURES}
 ACTIVATIONS = ("tanh", "relu")
 
+#: Weights, biases and features: float32 arrays.
+FloatArray = npt.NDArray[np.float32]
+#: Counts and indices: int64 arrays.
+IntArray = npt.NDArray[np.int64]
+
 
 class PolicyFileError(ValueError):
     """A policy file that is missing, not a policy, or corrupt (the message names it)."""
 
 
-def count_features(obs: np.ndarray) -> np.ndarray:
+def count_features(obs: ObsArray) -> FloatArray:
     """``(..., 50)`` float32: for each number 1..10, one-hot how many of its four cards the own
     hand holds (0..4), read from the observation's ``hand`` bits (its first 40 values; card
     ``(number - 1) * 4 + suit``, R1 order)."""
     obs = np.asarray(obs)
     counts = obs[..., :4 * NUM_NUMBERS].reshape(*obs.shape[:-1], NUM_NUMBERS, 4).sum(-1)
-    onehot = counts.astype(np.int64)[..., None] == np.arange(5)
+    onehot: npt.NDArray[np.bool_] = counts.astype(np.int64)[..., None] == np.arange(5)
     return onehot.reshape(*obs.shape[:-1], COUNT_FEATURES).astype(np.float32)
 
 
-def group_counts(obs: np.ndarray) -> np.ndarray:
+def group_counts(obs: ObsArray) -> IntArray:
     """``(..., 11)`` int: how many cards of each number 1..10 (0..4) and how many dragon cards
     (0..4) the own hand holds, from the observation's ``hand`` bits (R1 card order)."""
     obs = np.asarray(obs)
     nums = obs[..., :4 * NUM_NUMBERS].reshape(*obs.shape[:-1], NUM_NUMBERS, 4).sum(-1)
     dragons = obs[..., 4 * NUM_NUMBERS:4 * NUM_NUMBERS + 4].sum(-1, keepdims=True)
-    return np.concatenate([nums, dragons], axis=-1).astype(np.int64)
+    both: npt.NDArray[np.float32] = np.concatenate([nums, dragons], axis=-1)
+    return both.astype(np.int64)
 
 
-def tribute_context(obs: np.ndarray, max_players: int) -> np.ndarray:
+def tribute_context(obs: ObsArray, max_players: int) -> IntArray:
     """Index into :data:`TRIBUTE_CONTEXTS` of each observation (padded to ``max_players``):
     in the ask phase (R31) 0 before any ask, 1 after asks that all missed, 2 after a hit (the
     observation's ``tribute_asked`` and ``tribute_taken`` bits, R32); else 3."""
@@ -95,28 +107,30 @@ def tribute_context(obs: np.ndarray, max_players: int) -> np.ndarray:
     n_asked = obs[..., asked.start:asked.start + asked.size].sum(-1)
     n_taken = obs[..., taken.start:taken.start + taken.size].sum(-1)
     ctx = np.where(n_taken > 0, 2, np.where(n_asked > 0, 1, 0))
-    return np.where(ask, ctx, 3).astype(np.int64)
+    out: npt.NDArray[np.int_] = np.where(ask, ctx, 3)
+    return out.astype(np.int64)
 
 
-def tribute_features(obs: np.ndarray, max_players: int) -> np.ndarray:
+def tribute_features(obs: ObsArray, max_players: int) -> FloatArray:
     """``(..., TRIBUTE_FEATURES)`` float32: the one-hot :func:`group_counts` (55 values) in
     the block of the observation's :func:`tribute_context`, zeros in the other blocks."""
     obs = np.asarray(obs)
     onehot = (group_counts(obs)[..., None] == np.arange(5)).reshape(*obs.shape[:-1], -1)
     blocks = tribute_context(obs, max_players)[..., None] == np.arange(len(TRIBUTE_CONTEXTS))
-    out = blocks[..., :, None] & onehot[..., None, :]
+    out: npt.NDArray[np.bool_] = blocks[..., :, None] & onehot[..., None, :]
     return out.reshape(*obs.shape[:-1], TRIBUTE_FEATURES).astype(np.float32)
 
 
-def table_size(obs: np.ndarray, max_players: int) -> np.ndarray:
+def table_size(obs: ObsArray, max_players: int) -> IntArray:
     """How many players sit at the table of each observation (padded to ``max_players``): the
     count of its ``seat_present`` bits."""
     obs = np.asarray(obs)
     f = layout(max_players).field("seat_present")
-    return np.rint(obs[..., f.start:f.start + f.size].sum(-1)).astype(np.int64)
+    seats: npt.NDArray[np.float32] = np.rint(obs[..., f.start:f.start + f.size].sum(-1))
+    return seats.astype(np.int64)
 
 
-def size_index(obs: np.ndarray, max_players: int) -> np.ndarray:
+def size_index(obs: ObsArray, max_players: int) -> IntArray:
     """Index into :data:`dragons_egg_env.config.TABLE_SIZES` of each observation's
     :func:`table_size`; an observation whose seat count is no table size is a ValueError."""
     n = table_size(obs, max_players)
@@ -126,24 +140,24 @@ def size_index(obs: np.ndarray, max_players: int) -> np.ndarray:
     return n - TABLE_SIZES[0]
 
 
-def sized_tribute_features(obs: np.ndarray, max_players: int) -> np.ndarray:
+def sized_tribute_features(obs: ObsArray, max_players: int) -> FloatArray:
     """``(..., SIZED_TRIBUTE_FEATURES)`` float32: :func:`tribute_features` in the block of the
     observation's table size (2, 3, ... 8 in :data:`TABLE_SIZES` order), zeros in the others.
     A version-4 ``pi_counts`` can so treat each table size apart."""
     obs = np.asarray(obs)
     feats = tribute_features(obs, max_players)
     blocks = size_index(obs, max_players)[..., None] == np.arange(len(TABLE_SIZES))
-    out = blocks[..., :, None] * feats[..., None, :]
+    out: FloatArray = blocks[..., :, None] * feats[..., None, :]
     return out.reshape(*obs.shape[:-1], SIZED_TRIBUTE_FEATURES).astype(np.float32)
 
 
 class NetPolicy:
     """The arrays of a policy network and a numpy forward pass (see the module docstring)."""
 
-    def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], pi: tuple[np.ndarray,
-                 np.ndarray], v: tuple[np.ndarray, np.ndarray], meta: dict[str, Any],
-                 pi_counts: np.ndarray | None = None,
-                 pi_gate: np.ndarray | None = None) -> None:
+    def __init__(self, layers: list[tuple[FloatArray, FloatArray]],
+                 pi: tuple[FloatArray, FloatArray], v: tuple[FloatArray, FloatArray],
+                 meta: dict[str, Any], pi_counts: FloatArray | None = None,
+                 pi_gate: FloatArray | None = None) -> None:
         self.layers = layers
         self.pi = pi
         self.v = v
@@ -157,43 +171,75 @@ class NetPolicy:
         self.pi_gate = pi_gate
         self.meta = meta
         self.max_players = int(meta["max_players"])
+        #: Length of the observations it takes (``layout(max_players).size``).
+        self.obs_size = layout(self.max_players).size
         self.activation = meta.get("activation", "tanh")
 
-    def _trunk(self, x: np.ndarray) -> np.ndarray:
-        act = np.tanh if self.activation == "tanh" else (lambda z: np.maximum(z, 0.0))
+    def _trunk(self, x: FloatArray) -> FloatArray:
+        relu: bool = self.activation != "tanh"
         for w, b in self.layers:
-            x = act(x @ w + b)
+            z: FloatArray = x @ w + b
+            x = np.maximum(z, np.float32(0.0)) if relu else np.tanh(z)
         return x
 
-    def logits(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Masked action logits ``(..., NUM_ACTIONS)`` (illegal actions at ``-inf``)."""
-        obs = np.asarray(obs, dtype=np.float32)
-        z = self._trunk(obs) @ self.pi[0] + self.pi[1]
-        if self.pi_gate is not None:
-            z = z * self.pi_gate[size_index(obs, self.max_players)]
-        if self.pi_counts is not None:
-            z = z + self.count_term(obs)
-        return np.where(np.asarray(mask, dtype=bool), z, -np.inf)
+    def _checked(self, obs: ObsArray) -> FloatArray:
+        """``obs`` as float32, with a clear error when its length is not this policy's."""
+        x = np.asarray(obs, dtype=np.float32)
+        if x.shape[-1:] != (self.obs_size,):
+            raise ValueError(self._size_message(x.shape))
+        return x
 
-    def count_term(self, obs: np.ndarray) -> np.ndarray:
+    def _size_message(self, shape: tuple[int, ...]) -> str:
+        m = self.max_players
+        mine = f"this policy plays up to {m} seats (max_players={m}, {self.obs_size} values)"
+        size = shape[-1] if shape else 0
+        seats = players_for_size(size)
+        if seats is None:
+            return (f"{mine}; the observation has shape {shape}, which is no Dragon's Egg "
+                    f"observation")
+        theirs = f"the observation is a {seats}-seat one (max_players={seats}, {size} values)"
+        if seats < m:
+            return (f"{mine}, but {theirs}: pad it first, dragons_egg_env.observation."
+                    f"pad(obs, {seats}, {m})")
+        return f"{mine}, but {theirs}: the policy cannot play a table of that size"
+
+    def logits(self, obs: ObsArray, mask: MaskArray) -> FloatArray:
+        """Masked action logits ``(..., NUM_ACTIONS)`` (illegal actions at ``-inf``).
+
+        ``obs`` must be padded to the policy's :attr:`max_players`
+        (:func:`dragons_egg_env.observation.pad`); another length is a ``ValueError`` that
+        names both seat counts."""
+        x = self._checked(obs)
+        z: FloatArray = self._trunk(x) @ self.pi[0] + self.pi[1]
+        if self.pi_gate is not None:
+            z = z * self.pi_gate[size_index(x, self.max_players)]
+        if self.pi_counts is not None:
+            z = z + self.count_term(x)
+        return np.where(np.asarray(mask, dtype=bool), z, np.float32(-np.inf))
+
+    def count_term(self, obs: ObsArray) -> FloatArray:
         """``pi_counts``' part of the logits (its row count tells the file version's
         features)."""
-        if self.pi_counts.shape[0] == SIZED_TRIBUTE_FEATURES:
-            return sized_tribute_features(obs, self.max_players) @ self.pi_counts
-        if self.pi_counts.shape[0] == TRIBUTE_FEATURES:
-            return tribute_features(obs, self.max_players) @ self.pi_counts
-        return count_features(obs) @ self.pi_counts
+        counts = self.pi_counts
+        if counts is None:
+            raise ValueError("this policy has no pi_counts (a version 1 policy)")
+        if counts.shape[0] == SIZED_TRIBUTE_FEATURES:
+            return sized_tribute_features(obs, self.max_players) @ counts
+        if counts.shape[0] == TRIBUTE_FEATURES:
+            return tribute_features(obs, self.max_players) @ counts
+        return count_features(obs) @ counts
 
-    def value(self, obs: np.ndarray) -> np.ndarray:
+    def value(self, obs: ObsArray) -> FloatArray:
         """The value estimate of each observation."""
-        h = self._trunk(np.asarray(obs, dtype=np.float32))
-        return (h @ self.v[0] + self.v[1])[..., 0]
+        h = self._trunk(self._checked(obs))
+        out: FloatArray = h @ self.v[0] + self.v[1]
+        return out[..., 0]
 
     def save(self, path: str | Path) -> Path:
         """Write the policy to ``path`` (a compressed ``.npz``), atomically (a temporary file,
         renamed)."""
         path = Path(path)
-        arrays: dict[str, np.ndarray] = {}
+        arrays: dict[str, npt.NDArray[Any]] = {}
         for i, (w, b) in enumerate(self.layers):
             arrays[f"w{i}"], arrays[f"b{i}"] = w, b
         arrays["pi_w"], arrays["pi_b"] = self.pi
@@ -221,7 +267,8 @@ class NetPolicy:
         arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as f:
-            np.savez_compressed(f, **arrays)
+            # (numpy's stub would also let **arrays fill allow_pickle; the keys are names)
+            np.savez_compressed(f, **arrays)  # type: ignore[arg-type]
         tmp.replace(path)
         return path
 
@@ -250,7 +297,7 @@ def load_policy_file(path: str | Path) -> NetPolicy:
     return _build(p, arrays, meta)
 
 
-def _build(p: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> NetPolicy:
+def _build(p: Path, arrays: dict[str, npt.NDArray[Any]], meta: dict[str, Any]) -> NetPolicy:
     try:
         depth = sum(1 for k in arrays if k.startswith("w"))
         layers = [(arrays[f"w{i}"].astype(np.float32), arrays[f"b{i}"].astype(np.float32))
@@ -333,7 +380,7 @@ class NetAgent(Agent):
                              f"{self.policy.max_players} players; this table has "
                              f"{config.num_players}")
 
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+    def act(self, observation: ObsArray, action_mask: MaskArray) -> int:
         obs = observation
         if self.max_players != self.policy.max_players:
             obs = pad(observation, self.max_players, self.policy.max_players)
@@ -343,4 +390,4 @@ class NetAgent(Agent):
         p = np.exp(z - z.max())
         p /= p.sum()
         u = self.rng.random()
-        return int(min(np.searchsorted(np.cumsum(p), u, side="right"), len(p) - 1))
+        return min(int(np.searchsorted(np.cumsum(p), u, side="right")), len(p) - 1)

@@ -2,16 +2,16 @@
 
 ``ppo`` alone plays the agent shipped inside the package (``agents/data/ppo_dragons_egg.npz``,
 trained by the batched self-play trainer ``dragons_egg.experiments.selfplay``; it plays every table
-size
-2..8). ``ppo:path=FILE`` plays any checkpoint of either format:
+size 2..8). ``ppo:path=FILE`` plays any checkpoint of either format:
 
 - a ``.npz`` policy file (:mod:`dragons_egg.agents.netpolicy`, written by
   ``dragons_egg.experiments.selfplay``), played
   with numpy, no torch needed;
 - a Stable-Baselines3 MaskablePPO ``.zip`` (``dragons_egg.experiments.train_ppo``), loaded with the
   ``train`` extra (torch, stable-baselines3, sb3-contrib), on one torch thread unless
-  ``DRAGONS_EGG_TORCH_THREADS`` says otherwise. The agent shipped with 0.1.0 and 0.2.0 is one:
-  ``ppo:path=agents/data/ppo_sb3_0.1.zip`` (:data:`PREVIOUS`).
+  ``DRAGONS_EGG_TORCH_THREADS`` says otherwise. The agent shipped with 0.1.0 and 0.2.0 is one
+  (:data:`PREVIOUS`), played by name from any folder as ``ppo-0.1``
+  (:class:`PreviousPPOAgent`).
 
 The format is read from the file's contents (a ``.npz`` holds ``meta.npy``, an SB3 zip a
 ``data`` entry), not its name. The policy's observation size tells the padding it was trained
@@ -23,7 +23,10 @@ cached per process, so a pool of snapshots or a tournament loads each file once.
 When a spec is read, :func:`check_checkpoint` checks the file without torch (it exists, is a
 file, is a policy of either format with a Dragon's Egg observation size) and
 :func:`checkpoint_players` reads the table size the policy was trained for, so a missing,
-corrupt or too-small checkpoint is a one-line error before any match starts.
+corrupt or too-small checkpoint is a one-line error before any match starts; so is an SB3
+checkpoint without the ``train`` extra (:class:`dragons_egg_env.extras.MissingExtraError`), and
+a relative path that does not exist but names a shipped file suggests the agent's name
+(``ppo`` or ``ppo-0.1``, :data:`SHIPPED_AGENTS`).
 """
 
 from __future__ import annotations
@@ -32,21 +35,32 @@ import json
 import os
 import zipfile
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from dragons_egg_env.observation import pad, players_for_size
+from dragons_egg_env.config import RulesConfig
+from dragons_egg_env.extras import missing_error, require
+from dragons_egg_env.observation import MaskArray, ObsArray, pad, players_for_size
 
 from .base import Agent, one_line
+
+if TYPE_CHECKING:
+    from sb3_contrib import MaskablePPO
+
+    from .netpolicy import NetPolicy
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 #: The agent ``ppo`` plays: a self-play policy (``.npz``), provenance in the ``.json`` beside it.
 SHIPPED = DATA_DIR / "ppo_dragons_egg.npz"
-#: The agent shipped with 0.1.0 and 0.2.0 (SB3 MaskablePPO, 4 players), loadable by path.
+#: The agent shipped with 0.1.0 and 0.2.0 (SB3 MaskablePPO, 4 players): the agent ``ppo-0.1``.
 PREVIOUS = DATA_DIR / "ppo_sb3_0.1.zip"
+#: The policy files shipped in the package, by the name of the agent that plays them.
+SHIPPED_AGENTS = {"ppo": SHIPPED, "ppo-0.1": PREVIOUS}
+#: The modules of the ``train`` extra an SB3 checkpoint needs to be played.
+SB3_MODULES = ("torch", "stable_baselines3", "sb3_contrib")
 
-_CACHE: dict[tuple[str, float], Any] = {}
+_CACHE: dict[tuple[str, float], MaskablePPO] = {}
 
 
 class CheckpointError(ValueError):
@@ -65,7 +79,7 @@ def _check_file(p: Path) -> None:
                               "written by dragons_egg.experiments.selfplay or a .zip written by "
                               "dragons_egg.experiments.train_ppo)")
     if not p.exists():
-        raise CheckpointError(f"checkpoint {p} does not exist")
+        raise CheckpointError(_missing_message(p))
     if not p.is_file():
         raise CheckpointError(f"checkpoint {p} is not a regular file")
     try:
@@ -75,6 +89,19 @@ def _check_file(p: Path) -> None:
     if not is_zip:
         raise CheckpointError(f"checkpoint {p} is corrupt or not an SB3 zip file (nor a .npz "
                               "policy)")
+
+
+def _missing_message(p: Path) -> str:
+    """Why ``p`` is not there; a relative path is read from the current folder, and one that
+    names a shipped file gets the agent's name, which plays it from any folder."""
+    msg = f"checkpoint {p} does not exist"
+    if not p.is_absolute():
+        msg += f" (in {Path.cwd()})"
+    for name, shipped in SHIPPED_AGENTS.items():
+        if p.name == shipped.name:
+            msg += (f"; {shipped.name} is shipped in the package: play it by name from any "
+                    f"folder, as the agent {name}")
+    return msg
 
 
 def checkpoint_format(path: str | Path = "") -> Literal["net", "sb3"]:
@@ -91,7 +118,7 @@ def checkpoint_format(path: str | Path = "") -> Literal["net", "sb3"]:
     return "net" if "meta.npy" in names else "sb3"
 
 
-def _net_policy(p: Path) -> Any:
+def _net_policy(p: Path) -> NetPolicy:
     from .netpolicy import PolicyFileError, cached_policy
 
     try:
@@ -137,7 +164,7 @@ def check_checkpoint(path: str | Path = "") -> None:
     checkpoint_players(path)
 
 
-def load_policy(path: str | Path) -> Any:
+def load_policy(path: str | Path) -> MaskablePPO:
     """Load (once per process and file version) a MaskablePPO checkpoint for inference (an
     SB3 zip; :mod:`dragons_egg.agents.netpolicy` reads ``.npz`` policies)."""
     p = Path(path)
@@ -145,18 +172,18 @@ def load_policy(path: str | Path) -> Any:
     key = (str(p.resolve()), p.stat().st_mtime)
     model = _CACHE.get(key)
     if model is None:
-        try:
-            from sb3_contrib import MaskablePPO
-        except ImportError as exc:  # pragma: no cover - the train extra is installed in tests
-            raise CheckpointError("the ppo agent needs the 'train' extra: pip install "
-                                  "'dragons-egg[train]'") from exc
+        err = missing_error(f"SB3 checkpoint {p}", "train", only=SB3_MODULES)
+        if err is not None:
+            raise CheckpointError(str(err))
+        from sb3_contrib import MaskablePPO
         _torch_threads()
         try:
             model = MaskablePPO.load(str(p), device="cpu")
         except Exception as exc:  # noqa: BLE001 - SB3 raises many kinds on a bad file
             raise CheckpointError(f"checkpoint {p} could not be loaded: "
                                   f"{one_line(exc)}") from None
-        size = model.observation_space.shape[0]
+        shape = model.observation_space.shape
+        size = shape[0] if shape else -1
         if players_for_size(size) is None:
             raise CheckpointError(f"checkpoint {p} expects observations of {size} values, "
                                   "which no Dragon's Egg table produces")
@@ -164,16 +191,19 @@ def load_policy(path: str | Path) -> Any:
     return model
 
 
-def policy_players(model: Any) -> int:
+def policy_players(model: MaskablePPO) -> int:
     """The ``max_players`` a policy was trained with (from its observation size)."""
-    players = players_for_size(model.observation_space.shape[0])
+    shape = model.observation_space.shape
+    players = players_for_size(shape[0] if shape else -1)
     assert players is not None, "load_policy checks the observation size"
     return players
 
 
 def table_message(path: str, players: int, table: int) -> str:
     """Why a checkpoint cannot play a table of ``table`` seats (one line)."""
-    what = f"checkpoint {path}" if path else "the shipped ppo agent"
+    shipped = {str(file): name for name, file in SHIPPED_AGENTS.items()}
+    what = (f"the shipped {shipped[str(path or SHIPPED)]} agent" if str(path or SHIPPED) in shipped
+            else f"checkpoint {path}")
     return (f"{what} was trained for tables of up to {players} players and cannot play a "
             f"table of {table}; the shipped ppo agent plays every table size, or train one "
             f"for larger tables with python -m dragons_egg.experiments.selfplay "
@@ -201,18 +231,21 @@ class PPOAgent(Agent):
     @classmethod
     def check_options(cls, path: str = "", deterministic: bool = True) -> None:
         check_checkpoint(path)
+        if checkpoint_format(path) == "sb3":  # played with SB3: a MissingExtraError without it
+            require("an SB3 checkpoint", "train", only=SB3_MODULES)
 
     @classmethod
     def table_limit(cls, path: str = "", deterministic: bool = True) -> int:
         return checkpoint_players(path)
 
-    def start_match(self, seat, config, max_players=None) -> None:
+    def start_match(self, seat: int, config: RulesConfig, max_players: int | None = None
+                    ) -> None:
         super().start_match(seat, config, max_players)
         if self.max_players > self.policy_players:
             raise CheckpointError(table_message(str(self.path) if self.path != SHIPPED else "",
                                                 self.policy_players, self.max_players))
 
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+    def act(self, observation: ObsArray, action_mask: MaskArray) -> int:
         obs = pad(observation, self.max_players, self.policy_players)
         mask = np.asarray(action_mask, dtype=bool)
         if self.format == "net":
@@ -229,6 +262,28 @@ class PPOAgent(Agent):
             with torch.no_grad():
                 t = torch.as_tensor(obs[None], dtype=torch.float32)
                 dist = self.model.policy.get_distribution(t, action_masks=mask[None])
+                # Discrete actions: one (masked) categorical distribution, not a list of them
+                assert isinstance(dist.distribution, torch.distributions.Categorical)
                 probs = dist.distribution.probs[0].numpy()
         legal = np.flatnonzero(mask)
         return int(self.rng.choices(legal.tolist(), weights=probs[legal].tolist())[0])
+
+
+class PreviousPPOAgent(PPOAgent):
+    """``ppo-0.1``: the agent shipped with 0.1.0 and 0.2.0 (:data:`PREVIOUS`, SB3 MaskablePPO
+    trained at 4 players, so it plays tables of 2 to 4), by name from any folder. It is
+    ``ppo:path=<the package's ppo_sb3_0.1.zip>`` and needs the ``train`` extra, as every SB3
+    checkpoint does."""
+
+    name = "ppo-0.1"
+
+    def __init__(self, seed: int | None = None, deterministic: bool = True) -> None:
+        super().__init__(seed, path=str(PREVIOUS), deterministic=deterministic)
+
+    @classmethod
+    def check_options(cls, deterministic: bool = True) -> None:  # type: ignore[override]
+        PPOAgent.check_options(str(PREVIOUS), deterministic)
+
+    @classmethod
+    def table_limit(cls, deterministic: bool = True) -> int:  # type: ignore[override]
+        return checkpoint_players(PREVIOUS)

@@ -1,7 +1,8 @@
 """``rllib``: a module trained with ``experiments/train_rllib.py``, exported as a folder.
 
 ``rllib:path=runs/rllib/main_module`` plays it (greedy over the masked logits). Needs the
-``rllib`` extra. Observations of smaller tables are padded to the module's size."""
+``rllib`` extra (ray and torch), checked when the spec is read. Observations of smaller
+tables are padded to the module's size."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from dragons_egg_env.observation import pad, players_for_size
+from dragons_egg_env.config import RulesConfig
+from dragons_egg_env.extras import require
+from dragons_egg_env.observation import MaskArray, ObsArray, pad, players_for_size
 
 from .base import Agent, one_line
 
@@ -67,15 +70,17 @@ class RLlibAgent(Agent):
     @classmethod
     def check_options(cls, path: str = "") -> None:
         check_module_folder(path)
+        require("the rllib agent", "rllib", only=("ray", "torch"))  # a MissingExtraError
 
-    def start_match(self, seat, config, max_players=None) -> None:
+    def start_match(self, seat: int, config: RulesConfig, max_players: int | None = None
+                    ) -> None:
         super().start_match(seat, config, max_players)
         if self.max_players > self.policy_players:
             raise ValueError(f"the module at {self.path} was trained for tables of up to "
                              f"{self.policy_players} players and cannot play a table of "
                              f"{self.max_players}")
 
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+    def act(self, observation: ObsArray, action_mask: MaskArray) -> int:
         import torch
         from ray.rllib.core.columns import Columns
 
@@ -86,4 +91,4 @@ class RLlibAgent(Agent):
         with torch.no_grad():
             out = self.module.forward_inference(batch)
         logits = out[Columns.ACTION_DIST_INPUTS][0].numpy()
-        return int(np.argmax(np.where(np.asarray(action_mask) > 0, logits, -np.inf)))
+        return int(np.argmax(np.where(np.asarray(action_mask, dtype=bool), logits, -np.inf)))

@@ -14,6 +14,7 @@ from typing import Any
 
 from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.dragons_egg_v0 import raw_env
+from dragons_egg_env.observation import MaskArray, ObsArray
 
 from .base import Agent
 
@@ -60,12 +61,13 @@ class PolicyAgent(Agent):
         if label is not None:
             self.spec = label
 
-    def act(self, observation, action_mask) -> int:
+    def act(self, observation: ObsArray, action_mask: MaskArray) -> int:
         return int(self.policy(observation, action_mask))
 
 
 def play_match(agents: Sequence[Agent], config: RulesConfig, seed: int,
-               deals: list | None = None, max_players: int | None = None,
+               deals: Sequence[Sequence[Sequence[str | int]]] | None = None,
+               max_players: int | None = None,
                keep_replay: bool = False) -> MatchRecord:
     """Seat ``agents[i]`` at seat ``i`` and play a match with the given seed (and deals)."""
     if len(agents) != config.num_players:
@@ -94,12 +96,13 @@ def play_match(agents: Sequence[Agent], config: RulesConfig, seed: int,
     s = env.engine_state
     den = max(config.num_players - 1, 1)
     units = [reward_units(result.rewards, den) for result in s.results]
-    if all(u is not None for u in units):
-        totals = [sum(col) for col in zip(*units, strict=True)] if units else \
+    exact = [u for u in units if u is not None]
+    if len(exact) == len(units):
+        totals = [sum(col) for col in zip(*exact, strict=True)] if exact else \
             [0] * config.num_players
         rec.score_units, rec.denominator = totals, den
         rec.scores = [u / den for u in totals]
-        for rnd, u in zip(rec.rounds, units, strict=True):
+        for rnd, u in zip(rec.rounds, exact, strict=True):
             rnd["rewards"] = [x / den for x in u]
     else:  # pragma: no cover - every R27 scheme gives multiples of 1/(n-1)
         rec.scores = list(s.scores)

@@ -2,16 +2,14 @@
 
 The greedy rule is one function over the legal-action bitmask, :func:`greedy_mask`
 (:func:`greedy_action` on a :class:`~dragons_egg.agents.heuristic.RuleContext`): the ``greedy``
-agent and
-the ISMCTS ``rollout=greedy`` policy both call it, so they always choose the same action.
+agent and the ISMCTS ``rollout=greedy`` policy both call it, so they always choose the same action.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from dragons_egg_env.actions import GIVE_BASE, PASS
 from dragons_egg_env.cards import EGG, EGG_BIT, NUMBERED_MASK
+from dragons_egg_env.observation import MaskArray, ObsArray
 
 from .base import Agent, legal_from_mask
 from .heuristic import (
@@ -34,7 +32,7 @@ class RandomAgent(Agent):
     name = "random"
     memoryless = True
 
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+    def act(self, observation: ObsArray, action_mask: MaskArray) -> int:
         legal = legal_from_mask(action_mask)
         return legal[self.rng.randrange(len(legal))]
 
@@ -93,5 +91,5 @@ class GreedyAgent(Agent):
     name = "greedy"
     memoryless = True
 
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+    def act(self, observation: ObsArray, action_mask: MaskArray) -> int:
         return greedy_mask(mask_to_int(action_mask))

@@ -24,7 +24,7 @@ from typing import Any
 from . import actions, cards, config, engine
 from .config import ConfigError, RulesConfig
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 #: Submodules loaded on first attribute access (they import numpy and the RL frameworks).
 _LAZY = ("observation", "dragons_egg_v0", "wrappers", "replay", "render", "render_image")

@@ -59,9 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         if term or trunc:
             env.step(None)
             continue
-        if env.round_index() != shown_round and not args.quiet:
-            shown_round = env.round_index()
-            print(f"\n=== round {shown_round + 1} ===", file=out)
+        if env.round_number() != shown_round and not args.quiet:
+            shown_round = env.round_number()
+            print(f"\n=== round {shown_round} ===", file=out)
             print(env.render_table(), file=out)
         legal = env.legal_actions()
         action = legal[rng.randrange(len(legal))]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 DRAGONS_PER_PLAY = ("one", "any")
 REWARD_SCHEMES = ("rank", "dragon_egg")
@@ -90,6 +90,16 @@ class RulesConfig:
                 kind = type(f.default).__name__
                 return {**f.metadata, "kind": kind, "default": f.default}
         raise ConfigError(f"unknown rule flag {name!r}; known: {', '.join(cls.field_names())}")
+
+    @classmethod
+    def flag_type(cls, name: str) -> Any:
+        """The type a value of setting ``name`` has, as an annotation: ``bool``, ``int``, or a
+        ``Literal`` of its choices for a string setting (the keyword arguments of
+        ``dragons_egg_v0.env()`` are typed with it)."""
+        info = cls.flag_info(name)
+        if info["kind"] == "str":
+            return Literal[info["choices"]]
+        return {"bool": bool, "int": int}[info["kind"]]
 
     @classmethod
     def parse_value(cls, name: str, text: str) -> Any:

@@ -48,6 +48,9 @@ Arguments
     :class:`dragons_egg_env.config.RulesConfig` (``opening_ten_of_fire_alone``,
     ``pass_locks_out``, ``completion_out_of_turn``, ``dragons_per_play``, ``tribute_asks``,
     ``egg_in_tribute``, ``reward_scheme``). An unknown name or a bad value is a ``ValueError``.
+    ``help(dragons_egg_v0.env)`` and ``inspect.signature`` list every keyword argument with its
+    type and default (built from ``RulesConfig``'s fields), and type checkers read them from
+    :class:`EnvKwargs` (``**kwargs: Unpack[EnvKwargs]``).
     ``render_mode``: ``"ansi"`` (returns text), ``"human"`` (prints it) or ``"rgb_array"``
     (returns the spectator view as an RGB ``uint8`` array, drawn with Pillow: ``pip install
     'dragons-egg[render]'``); ``render_table(viewer)`` / ``render_image(viewer)`` draw one
@@ -75,32 +78,69 @@ Version history
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 import os
 import random
 import secrets
 import stat
+import typing
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Union, cast
 
 import gymnasium
 import numpy as np
+import numpy.typing as npt
 from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils.env_logger import EnvLogger
+from typing_extensions import Unpack
 
 from . import engine as E
+from ._rule_flags import RuleFlags
 from .actions import NUM_ACTIONS, describe
 from .cards import DECK_STYLES, codes, mask_of
 from .config import MAX_PLAYERS, RulesConfig
-from .observation import Encoder, mask_array
+from .observation import Encoder, ObsArray, mask_array
 from .render import render_text
+
+if TYPE_CHECKING:
+    from .replay import ReplayCheck  # replay imports this module
 
 ENV_NAME = "dragons_egg_v0"
 REPLAY_FORMAT = "dragons-egg-replay"
 #: Version 2 records the final scores, a digest and ``partial``; see
 #: :mod:`dragons_egg_env.replay` (which still reads version 1).
 REPLAY_VERSION = 2
+
+#: ``render_mode`` values (``raw_env.metadata["render_modes"]``).
+RenderMode = Literal["ansi", "human", "rgb_array"]
+#: ``deck_style`` values (:data:`dragons_egg_env.cards.DECK_STYLES`).
+DeckStyle = Literal["dragon", "tarokka"]
+
+
+class EnvKwargs(RuleFlags, total=False):
+    """Every keyword argument of :func:`env` and :class:`raw_env`: the rule flags (the fields of
+    :class:`~dragons_egg_env.config.RulesConfig`, :class:`RuleFlags`) and the env's own
+    options. For type checkers: ``env(**kwargs: Unpack[EnvKwargs])``."""
+
+    #: ``"ansi"`` (text), ``"human"`` (prints it), ``"rgb_array"`` (an image; Pillow). Default
+    #: None.
+    render_mode: RenderMode | None
+    #: Pad observations to this many seats (num_players..8). Default None: num_players.
+    max_players: int | None
+    #: The card names of the render (R2). Default "dragon".
+    deck_style: DeckStyle
+
+
+class ObsDict(TypedDict):
+    """What :meth:`raw_env.observe` returns."""
+
+    #: The observation vector (``docs/observation.md``).
+    observation: ObsArray
+    #: 1 for each legal action of the agent to act, all zeros for the others.
+    action_mask: npt.NDArray[np.int8]
 
 
 class IllegalMoveError(ValueError):
@@ -190,7 +230,7 @@ def _parse_deals(raw: Any, n: int, num_rounds: int) -> list[list[int]]:
     return out
 
 
-class raw_env(AECEnv):
+class raw_env(AECEnv[str, ObsDict, Union[int, None]]):
     """Dragon's Egg AEC environment (see the module docstring)."""
 
     metadata = {
@@ -201,13 +241,16 @@ class raw_env(AECEnv):
     }
     #: What :mod:`dragons_egg_env.replay` verified when it built this env from a replay (a
     #: ``ReplayCheck``, set at the end of ``replay()`` / ``iter_replay()``); ``None`` otherwise.
-    replay_check: Any = None
+    replay_check: ReplayCheck | None = None
+    #: The engine state, set by ``reset()`` (every reader checks ``_has_reset`` first and
+    #: raises :class:`OrderError` before it).
+    _s: E.State
 
-    def __init__(self, render_mode: str | None = None, max_players: int | None = None,
-                 deck_style: str = "dragon", *, _terminate_illegal: bool = False,
-                 **rule_flags: Any) -> None:
-        super().__init__()
-        self.config = RulesConfig.from_kwargs(rule_flags)
+    def __init__(self, render_mode: RenderMode | None = None, max_players: int | None = None,
+                 deck_style: DeckStyle = "dragon", *, _terminate_illegal: bool = False,
+                 **rule_flags: Unpack[RuleFlags]) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # PettingZoo's has no annotations
+        self.config: RulesConfig = RulesConfig.from_kwargs(rule_flags)
         n = self.config.num_players
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or "
@@ -230,11 +273,12 @@ class raw_env(AECEnv):
         self._encoder = Encoder(n, max_players, self.config.num_rounds)
         self._state_encoder = Encoder(n, max_players, self.config.num_rounds, state=True)
         size = self._encoder.lay.size
-        obs_space = spaces.Dict({
+        # A Dict space samples dicts with exactly the keys of ObsDict.
+        obs_space = cast("spaces.Space[ObsDict]", spaces.Dict({
             "observation": spaces.Box(-1.0, 1.0, (size,), np.float32),
             "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), np.int8),
-        })
-        act_space = spaces.Discrete(NUM_ACTIONS)
+        }))
+        act_space: spaces.Space[int | None] = spaces.Discrete(NUM_ACTIONS)
         self.observation_spaces = {a: obs_space for a in self.possible_agents}
         self.action_spaces = {a: act_space for a in self.possible_agents}
         self.state_space = spaces.Box(-1.0, 1.0, (self._state_encoder.lay.size,), np.float32)
@@ -243,11 +287,10 @@ class raw_env(AECEnv):
         self._has_reset = False
         self._has_updated = False
         self._rng: random.Random | None = None
-        self._s: E.State | None = None
 
     # -- PettingZoo API -----------------------------------------------------------------
-    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
-        deals = []
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        deals: list[list[int]] = []
         if options is not None and not isinstance(options, Mapping):
             raise TypeError(f"options must be a dict (such as {{'deals': [...]}}) or None, got "
                             f"{type(options).__name__} {options!r}")
@@ -277,7 +320,8 @@ class raw_env(AECEnv):
         self.infos = {a: {"action_mask": self._zero_mask} for a in self.agents}
         self._rewards_dirty = False
         self._result_in_infos = False
-        self._mask_holder = None
+        self._mask_holder: str | None = None
+        self._cur_mask: npt.NDArray[np.int8] | None = None
         self._select()
         self._has_reset = True
         self._has_updated = True
@@ -288,6 +332,7 @@ class raw_env(AECEnv):
         if r < len(self._forced_deals):
             hands = self._forced_deals[r]
         else:
+            assert self._rng is not None, "reset() seeds it before the first deal"
             hands = E.random_deal(s, self._rng)
         E.deal(s, hands)
         self._deals.append(list(hands))
@@ -411,7 +456,7 @@ class raw_env(AECEnv):
         return (f"{agent} made an illegal move: action {a} ({describe(a)}) in phase "
                 f"{self.phase()!r}; legal actions: {legal}")
 
-    def observe(self, agent: str) -> dict[str, np.ndarray]:
+    def observe(self, agent: str) -> ObsDict:
         if not self._has_reset:
             raise OrderError("reset() needs to be called before observe.")
         try:
@@ -427,7 +472,7 @@ class raw_env(AECEnv):
         return {"observation": obs, "action_mask": mask}
 
     def last(self, observe: bool = True
-             ) -> tuple[dict[str, np.ndarray] | None, float, bool, bool, dict[str, Any]]:
+             ) -> tuple[ObsDict | None, float, bool, bool, dict[str, Any]]:
         """Observation, cumulative reward, termination, truncation and info of
         ``agent_selection`` (PettingZoo's ``last``, with the order check)."""
         if not self._has_reset:
@@ -436,12 +481,12 @@ class raw_env(AECEnv):
         return (self.observe(agent) if observe else None, self._cumulative_rewards[agent],
                 self.terminations[agent], self.truncations[agent], self.infos[agent])
 
-    def state(self) -> np.ndarray:
+    def state(self) -> ObsArray:
         if not self._has_reset:
             raise OrderError("reset() needs to be called before state.")
         return self._state_encoder.encode(self._s, 0)
 
-    def render(self) -> str | np.ndarray | None:
+    def render(self) -> str | npt.NDArray[np.uint8] | None:
         if not self._has_reset:
             raise OrderError("reset() needs to be called before render.")
         if self.render_mode is None:
@@ -462,7 +507,7 @@ class raw_env(AECEnv):
         seat = None if viewer is None else self._seat(viewer)
         return render_text(self._s, self.possible_agents, seat, self.deck_style)
 
-    def render_image(self, viewer: str | None = None) -> np.ndarray:
+    def render_image(self, viewer: str | None = None) -> npt.NDArray[np.uint8]:
         """The table as an RGB ``uint8`` array (needs Pillow): ``viewer`` (an agent) sees its
         own hand only; ``None`` all."""
         from .render_image import render_rgb
@@ -474,7 +519,8 @@ class raw_env(AECEnv):
     def close(self) -> None:
         pass
 
-    def agent_iter(self, max_iter: int = 2**63) -> Iterator[str]:
+    def agent_iter(self, max_iter: int = 2**63) -> Iterator[str]:  # type: ignore[override]
+        # PettingZoo's AECIterable is a class of its own; callers only iterate over the agents.
         if not self._has_reset:
             raise OrderError("reset() needs to be called before agent_iter.")
         return _OrderedIter(self, max_iter)
@@ -495,13 +541,13 @@ class raw_env(AECEnv):
         except (KeyError, TypeError):
             raise self._unknown_agent(agent) from None
 
-    def observation_space(self, agent: str) -> spaces.Space:
+    def observation_space(self, agent: str) -> spaces.Space[ObsDict]:
         try:
             return self.observation_spaces[agent]
         except (KeyError, TypeError):
             raise self._unknown_agent(agent) from None
 
-    def action_space(self, agent: str) -> spaces.Space:
+    def action_space(self, agent: str) -> spaces.Space[int | None]:
         try:
             return self.action_spaces[agent]
         except (KeyError, TypeError):
@@ -524,6 +570,7 @@ class raw_env(AECEnv):
         return [codes(c) for _, c in self._s.plays]
 
     def egg_holder(self) -> str:
+        """The agent holding the Egg now (the hidden state: never hand it to an agent)."""
         self._need_reset("egg_holder")
         return self.possible_agents[self._s.egg_holder]
 
@@ -536,13 +583,22 @@ class raw_env(AECEnv):
         return [self.possible_agents[q] for q in s.finish]
 
     def phase(self) -> str:
+        """The phase now: ``"play"``, ``"complete"``, ``"ask"``, ``"give"`` or ``"done"``."""
         if not self._has_reset:
             raise OrderError("reset() needs to be called before phase.")
         return E.PHASE_NAMES[self._s.phase] if self._illegal is None else "done"
 
     def round_index(self) -> int:
+        """The current round, counted from 0: ``0`` in the first round, ``num_rounds - 1`` in
+        the last one and after the match. An index, as the ``round`` of the ``round_result``
+        info is; people are shown :meth:`round_number` (the render's "round 1/3")."""
         self._need_reset("round_index")
         return min(self._s.round_idx, self.config.num_rounds - 1)
+
+    def round_number(self) -> int:
+        """The current round counted from 1 (``round_index() + 1``), as the render shows it:
+        "round 1/3" in the first round of three."""
+        return self.round_index() + 1
 
     def legal_actions(self) -> list[int]:
         """The legal actions of ``agent_selection`` (empty once the match is over)."""
@@ -635,11 +691,45 @@ class _OrderedIter:
         return env.agent_selection
 
 
-def env(**kwargs: Any) -> raw_env:
+def env(**kwargs: Unpack[EnvKwargs]) -> raw_env:
     """The environment with the safety of PettingZoo's classic envs, checked inside the env:
     an illegal move ends the match with -1 for the offender, an out-of-bounds action is an
-    error, and the API must be used in order."""
+    error, and the API must be used in order.
+
+    Keyword arguments (:class:`EnvKwargs`): every field of
+    :class:`~dragons_egg_env.config.RulesConfig` (``docs/flags.md``), then ``render_mode``,
+    ``max_players`` and ``deck_style``; the signature lists each with its type and default."""
     return raw_env(_terminate_illegal=True, **kwargs)
+
+
+def _keyword_parameters() -> list[inspect.Parameter]:
+    """Keyword-only parameters for the rule flags, each with its type
+    (:meth:`RulesConfig.flag_type`) and default, from ``RulesConfig``'s fields."""
+    return [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
+                              annotation=RulesConfig.flag_type(f.name))
+            for f in dataclasses.fields(RulesConfig)]
+
+
+def _signatures() -> tuple[inspect.Signature, inspect.Signature]:
+    """The runtime signatures of :func:`env` and ``raw_env.__init__`` that ``help()`` and
+    ``inspect.signature`` show: the rule flags from ``RulesConfig``'s fields and the env's own
+    options (``render_mode``, ``max_players``, ``deck_style``) from ``raw_env.__init__``, with
+    their defaults and types; the private ``_terminate_illegal`` is left out."""
+    init = inspect.signature(raw_env.__init__)
+    hints = typing.get_type_hints(raw_env.__init__)
+    own = [p.replace(annotation=hints[name]) for name, p in init.parameters.items()
+           if name in EnvKwargs.__annotations__]
+    flags = _keyword_parameters()
+    env_sig = inspect.Signature([*flags, *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+                                           for p in own)], return_annotation=raw_env)
+    init_sig = inspect.Signature([init.parameters["self"], *own, *flags],
+                                 return_annotation=None)
+    return env_sig, init_sig
+
+
+# help(), inspect.signature and IDEs that read them list every keyword argument (the code's own
+# signatures end in **kwargs; type checkers read EnvKwargs through Unpack instead).
+env.__signature__, raw_env.__init__.__signature__ = _signatures()  # type: ignore[attr-defined]
 
 
 def _register() -> None:
@@ -657,4 +747,5 @@ def _register() -> None:
 _register()
 
 __all__ = ["env", "raw_env", "IllegalMoveError", "ActionOutOfBoundsError", "OrderError",
-           "UnknownAgentError", "action_index", "match_seed", "ENV_NAME"]
+           "UnknownAgentError", "action_index", "match_seed", "ENV_NAME", "EnvKwargs",
+           "RuleFlags", "ObsDict", "RenderMode", "DeckStyle"]

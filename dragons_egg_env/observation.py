@@ -11,17 +11,27 @@ are packed from Python ints in one go; a few scaled numbers follow.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING, TypeAlias, TypeVar, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import engine as E
 from .actions import NUM_ACTIONS
-from .cards import NUM_CARDS
+from .cards import NUM_CARDS, codes
 from .config import MAX_ASKS, TABLE_SIZES
 from .engine import Phase
+
+#: An observation vector, float32: ``(size,)``, or ``(..., size)`` for a batch
+#: (``docs/observation.md``).
+ObsArray: TypeAlias = npt.NDArray[np.float32]
+#: An action mask, 0/1 per action ``(134,)`` or ``(..., 134)``: int8 as the AEC env returns it
+#: (``observation["action_mask"]``), bool as the batched engine does.
+MaskArray: TypeAlias = Union[npt.NDArray[np.int8], npt.NDArray[np.bool_]]
 
 _ACTION_BYTES = (NUM_ACTIONS + 7) // 8
 #: The phases an observation shows, in the order of its ``phase`` slots (``deal`` shows as
@@ -156,7 +166,7 @@ class Encoder:
         self._pad = [0.0] * (max_players - n)
         self._present = ((1 << n) - 1) << lay.field("seat_present").start
 
-    def encode(self, s: E.State, i: int) -> np.ndarray:
+    def encode(self, s: E.State, i: int) -> ObsArray:
         """Observation vector of seat ``i`` (``state=True`` encoders: the full state from
         seat 0)."""
         o = self._o
@@ -224,13 +234,16 @@ class _Offsets:
         for f in lay.fields:
             setattr(self, f.name, f.start)
 
+    if TYPE_CHECKING:  # every attribute is a field's start, set from the layout above
+        def __getattr__(self, name: str) -> int: ...
 
-_MASK_CACHE: dict[int, np.ndarray] = {}
+
+_MASK_CACHE: dict[int, npt.NDArray[np.int8]] = {}
 
 
-def mask_array(mask: int) -> np.ndarray:
+def mask_array(mask: int) -> npt.NDArray[np.int8]:
     """The int8 action-mask array of an action bitmask (a fresh array each call)."""
-    arr = _MASK_CACHE.get(mask)
+    arr: npt.NDArray[np.int8] | None = _MASK_CACHE.get(mask)
     if arr is None:
         arr = np.unpackbits(np.frombuffer(mask.to_bytes(_ACTION_BYTES, "little"), np.uint8),
                             bitorder="little", count=NUM_ACTIONS).view(np.int8)
@@ -240,27 +253,43 @@ def mask_array(mask: int) -> np.ndarray:
     return arr.copy()
 
 
-__all__ = ["Field", "Layout", "layout", "Encoder", "mask_array", "ObsView", "decode", "pad"]
+__all__ = ["Field", "Layout", "layout", "Encoder", "mask_array", "ObsView", "decode_observation",
+           "decode", "pad", "players_for_size", "ObsArray", "MaskArray", "OBS_PHASES"]
 
 
-def _bits_to_int(x: np.ndarray) -> int:
+def _bits_to_int(x: npt.NDArray[np.float32]) -> int:
     """Int bitmask of a 0/1 vector (bit k = element k)."""
     packed = np.packbits(np.asarray(x, dtype=np.uint8) > 0, bitorder="little")
     return int.from_bytes(packed.tobytes(), "little")
 
 
-def _slot(x: np.ndarray) -> int:
+def _slot(x: npt.NDArray[np.float32]) -> int:
     """Index of the set element of a one-hot vector, -1 when none is set."""
     nz = np.flatnonzero(x)
     return int(nz[0]) if len(nz) else -1
 
 
+def _seats(bits: int) -> tuple[int, ...]:
+    """The relative seats of a seat bitmask, ascending."""
+    return tuple(q for q in range(bits.bit_length()) if bits >> q & 1)
+
+
 @dataclass(frozen=True)
 class ObsView:
-    """An observation decoded back into game terms, as its player knows them.
+    """An observation decoded back into game terms, as its player knows them
+    (:func:`decode_observation`).
 
-    Seats are relative (0 = the observer, 1 = the player to its left, ...); card sets are int
-    bitmasks as in :mod:`dragons_egg_env.cards`. Agents read observations through this view.
+    Seats are relative (0 = the observer, 1 = the player to its left, ...). Card sets are int
+    bitmasks as in :mod:`dragons_egg_env.cards` (bit ``i`` = card ``i``, ``docs/actions.md``),
+    the fast form that agents compute with; each has a list of card codes beside it for people
+    (``hand_cards``, ``pile_cards``, ``played_cards``, ``tribute_asked_cards``,
+    ``tribute_taken_cards``, ``tribute_given_cards``: codes such as ``"7F"``, ``"BEAST"``,
+    ``"EGG"``, in card order). The seat bitmasks ``passed`` and ``locked`` have
+    ``passed_seats`` and ``locked_seats`` beside them.
+
+    The vector holds the match scores divided by the match's ``num_rounds``
+    (``score_fractions``); :attr:`scores` multiplies them back and so needs the view to have
+    been decoded with ``num_rounds``.
     """
 
     num_players: int
@@ -282,34 +311,113 @@ class ObsView:
     tribute_taken: int
     tribute_given: int
     hand_sizes: tuple[int, ...]
-    scores: tuple[float, ...]   # match scores so far (not scaled)
-    round_fraction: float       # round index / num_rounds
+    score_fractions: tuple[float, ...]  # match scores so far / num_rounds, as in the vector
+    round_fraction: float       # round index (0-based) / num_rounds
     asks_left: int
+    num_rounds: int | None = None  # the match's rounds, when the decoder was told them
 
     @property
     def active(self) -> tuple[bool, ...]:
         return tuple(p < 0 for p in self.out_place)
 
+    @property
+    def scores(self) -> tuple[float, ...]:
+        """Match scores so far per relative seat (R28; not scaled). Needs ``num_rounds``."""
+        if self.num_rounds is None:
+            raise ValueError("the observation holds the scores divided by num_rounds, which "
+                             "this view was not given: decode it with "
+                             "decode_observation(obs, num_rounds=N), or read score_fractions")
+        return tuple(x * self.num_rounds for x in self.score_fractions)
 
-def decode(obs: np.ndarray, max_players: int, num_rounds: int) -> ObsView:
-    """Decode an observation vector built for ``max_players`` seats in a match of
-    ``num_rounds`` rounds (the vector holds scores and the round index divided by it, so it
-    has no default). Padding seats are dropped."""
-    if max_players not in TABLE_SIZES:
-        raise ValueError(f"max_players must be one of {TABLE_SIZES[0]}..{TABLE_SIZES[-1]}, got "
-                         f"{max_players!r}")
+    @property
+    def hand_cards(self) -> list[str]:
+        """The own hand as card codes (``"7F"``, ``"BEAST"``, ``"EGG"``), in card order."""
+        return codes(self.hand)
+
+    @property
+    def pile_cards(self) -> list[str]:
+        """The cards on the current pile, as card codes."""
+        return codes(self.pile)
+
+    @property
+    def played_cards(self) -> list[str]:
+        """Every card played this round, as card codes."""
+        return codes(self.played)
+
+    @property
+    def tribute_asked_cards(self) -> list[str]:
+        """The cards the Dragon asked for (R31), as card codes."""
+        return codes(self.tribute_asked)
+
+    @property
+    def tribute_taken_cards(self) -> list[str]:
+        """The cards handed to the Dragon (R32), as card codes."""
+        return codes(self.tribute_taken)
+
+    @property
+    def tribute_given_cards(self) -> list[str]:
+        """The cards the Dragon gave back (R33), as card codes."""
+        return codes(self.tribute_given)
+
+    @property
+    def passed_seats(self) -> tuple[int, ...]:
+        """The relative seats that passed since the latest play (R17), ascending."""
+        return _seats(self.passed)
+
+    @property
+    def locked_seats(self) -> tuple[int, ...]:
+        """The relative seats locked out of this pile (R10), ascending."""
+        return _seats(self.locked)
+
+
+def _check_num_rounds(num_rounds: object) -> int:
     if isinstance(num_rounds, bool) or not isinstance(num_rounds, (int, np.integer)) \
             or num_rounds < 1:
         raise ValueError(f"num_rounds must be an integer >= 1 (the match's rounds), got "
                          f"{num_rounds!r}")
-    lay = layout(max_players)
-    if np.shape(obs) != (lay.size,):
-        raise ValueError(f"observation has shape {np.shape(obs)}; a {max_players}-seat "
-                         f"observation has shape ({lay.size},)")
+    return int(num_rounds)
+
+
+def _observation_players(obs: npt.NDArray[np.float32], max_players: int | None) -> int:
+    """The ``max_players`` of an observation vector: checked when given, else read from the
+    vector's length (each table size pads to a different length)."""
+    shape = np.shape(obs)
+    if max_players is not None:
+        if max_players not in TABLE_SIZES:
+            raise ValueError(f"max_players must be one of {TABLE_SIZES[0]}..{TABLE_SIZES[-1]}, "
+                             f"got {max_players!r}")
+        size = layout(max_players).size
+        if shape != (size,):
+            raise ValueError(f"observation has shape {shape}; a {max_players}-seat "
+                             f"observation has shape ({size},)")
+        return max_players
+    fits = [m for m in TABLE_SIZES if layout(m).size == shape[0]] if len(shape) == 1 else []
+    if len(fits) == 1:
+        return fits[0]
+    sizes = ", ".join(f"{layout(m).size} ({m} seats)" for m in TABLE_SIZES)
+    if len(shape) != 1:
+        raise ValueError(f"decode one observation vector at a time; got shape {shape} (its "
+                         f"length is one of {sizes})")
+    # No table's length (one at most: every max_players has its own).
+    raise ValueError(f"an observation vector has {shape[0]} values, which is no "
+                     f"observation's length ({sizes}); a state() vector is not an observation")
+
+
+def decode_observation(obs: npt.NDArray[np.float32], *, num_rounds: int | None = None,
+                       max_players: int | None = None) -> ObsView:
+    """An observation vector decoded into game terms (:class:`ObsView`); padding seats are
+    dropped.
+
+    ``max_players`` (the seats the observation is padded to) is read from the vector's length,
+    which differs for every table size; pass it to check it. ``num_rounds`` is the match's
+    round count: the vector holds the scores divided by it, so only a view decoded with it
+    has :attr:`ObsView.scores` (``score_fractions`` are there either way)."""
+    m = _observation_players(obs, max_players)
+    rounds = None if num_rounds is None else _check_num_rounds(num_rounds)
+    lay = layout(m)
     g = {f.name: obs[f.slice] for f in lay.fields}
     present = g["seat_present"]
     n = int(present.sum())
-    m = max_players
     places = g["out_place"].reshape(m, m)
     out_place = tuple(_slot(places[j]) for j in range(n))
     return ObsView(
@@ -332,10 +440,26 @@ def decode(obs: np.ndarray, max_players: int, num_rounds: int) -> ObsView:
         tribute_taken=_bits_to_int(g["tribute_taken"]),
         tribute_given=_bits_to_int(g["tribute_given"]),
         hand_sizes=tuple(int(round(float(x) * NUM_CARDS)) for x in g["hand_size"][:n]),
-        scores=tuple(float(x) * num_rounds for x in g["score"][:n]),
+        score_fractions=tuple(float(x) for x in g["score"][:n]),
         round_fraction=float(g["round"][0]),
         asks_left=int(round(float(g["asks_left"][0]) * MAX_ASKS)),
+        num_rounds=rounds,
     )
+
+
+def decode(obs: npt.NDArray[np.float32], max_players: int, num_rounds: int) -> ObsView:
+    """Deprecated, kept for one release (with a ``DeprecationWarning``): use
+    ``decode_observation(obs, num_rounds=num_rounds)``, which reads ``max_players`` from the
+    vector's length and is not named like :func:`dragons_egg_env.actions.decode`. Same view,
+    same checks."""
+    warnings.warn("dragons_egg_env.observation.decode(obs, max_players, num_rounds) is "
+                  "deprecated: use decode_observation(obs, num_rounds=num_rounds) (max_players "
+                  "is read from the vector's length)", DeprecationWarning, stacklevel=2)
+    if max_players not in TABLE_SIZES:
+        raise ValueError(f"max_players must be one of {TABLE_SIZES[0]}..{TABLE_SIZES[-1]}, got "
+                         f"{max_players!r}")
+    _check_num_rounds(num_rounds)
+    return decode_observation(obs, num_rounds=num_rounds, max_players=max_players)
 
 
 def players_for_size(size: int) -> int | None:
@@ -344,7 +468,10 @@ def players_for_size(size: int) -> int | None:
     return next((m for m in TABLE_SIZES if layout(m).size == size), None)
 
 
-def pad(obs: np.ndarray, from_players: int, to_players: int) -> np.ndarray:
+_Scalar = TypeVar("_Scalar", bound=np.generic)
+
+
+def pad(obs: npt.NDArray[_Scalar], from_players: int, to_players: int) -> npt.NDArray[_Scalar]:
     """An observation built for ``from_players`` seats, re-laid for ``to_players`` seats
     (``to_players >= from_players``), exactly as if the env had been created with
     ``max_players=to_players``. Lets a policy trained with padding play any smaller table."""

@@ -44,7 +44,7 @@ def render_text(s: E.State, names: list[str], viewer: int | None = None,
     lines = [f"Dragon's Egg: round {min(s.round_idx + 1, s.config.num_rounds)}/"
              f"{s.config.num_rounds}, phase {phase}"
              + (f", to act: {names[acting]}" if acting >= 0 else "")]
-    egg_known = viewer is None or s.egg_known >> viewer & 1
+    egg_known = viewer is None or bool(s.egg_known >> viewer & 1)
     for q in range(s.n):
         tags = seat_tags(s, q, egg_known)
         marker = ">" if q == acting else " "

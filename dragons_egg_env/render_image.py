@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from . import engine as E
 from .cards import (
@@ -34,6 +35,7 @@ from .cards import (
     card_number,
     iter_cards,
 )
+from .extras import explain
 from .render import seat_tags, visible_turn
 
 # -- colours ---------------------------------------------------------------------------------
@@ -129,7 +131,7 @@ class _Painter:
         return f
 
     def width(self, text: str, size: int) -> float:
-        return self.d.textlength(text, font=self.font(size))
+        return float(self.d.textlength(text, font=self.font(size)))
 
     def fit(self, text: str, size: int, max_w: float, min_size: int = 6) -> int:
         while size > min_size and self.width(text, size) > max_w:
@@ -164,6 +166,7 @@ class _Painter:
         big, lines = _card_lines(card, deck_style)
         box = (x, y, x + w - 1, y + h - 1)
         small = 9 if w >= CARD_W else 8
+        ink: RGB
         if card == EGG:
             d.rounded_rectangle(box, radius=5, fill=EGG_FILL, outline=EGG_EDGE, width=3)
             cx, top = x + w / 2, y + 6
@@ -261,7 +264,7 @@ class _View:
 
 
 def render_rgb(state: E.State, names: Sequence[str], viewer: int | str | None = None,
-               deck_style: str = "dragon") -> np.ndarray:
+               deck_style: str = "dragon") -> npt.NDArray[np.uint8]:
     """The table as an RGB image, a ``numpy.uint8`` array of shape ``(H, W, 3)``.
 
     ``viewer`` is a seat (or an agent name from ``names``) whose own hand is shown, with only
@@ -270,9 +273,8 @@ def render_rgb(state: E.State, names: Sequence[str], viewer: int | str | None = 
     """
     try:
         from PIL import Image, ImageDraw, ImageFont
-    except ImportError:
-        raise ImportError("drawing the table needs Pillow: pip install 'dragons-egg[render]' "
-                          "(or pip install 'pillow>=10')") from None
+    except ImportError as exc:  # a MissingExtraError naming the render extra
+        raise explain(exc, "drawing the table (render_rgb)", "render") from None
     if deck_style not in DECK_STYLES:
         raise ValueError(f"deck_style must be one of {', '.join(map(repr, DECK_STYLES))}, "
                          f"got {deck_style!r}")
@@ -439,7 +441,7 @@ def _draw_pile(v: _View) -> None:
            + (f": {_plural(count, 'play')}" if count else ": empty"), 13)
     rows, skipped = _pile_rows(v)
     for r, row in enumerate(rows):
-        x = MARGIN
+        x: float = MARGIN
         ry = y + SECTION_TITLE_H + r * PILE_ROW_H
         if r == 0 and skipped:
             p.text((x, ry + CARD_H / 2), f"+{skipped} earlier", 12, fill=MUTED, anchor="lm")
@@ -508,7 +510,7 @@ def _draw_footer(v: _View) -> None:
 def _draw_legend(v: _View, y: float) -> None:
     """One swatch and label per suit, then the dragon cards and the Egg."""
     p, d = v.p, v.p.d
-    x = MARGIN
+    x: float = MARGIN
     for k, colour in enumerate(SUIT_COLOURS):
         label = SUIT_NAMES[k] if v.deck_style == "dragon" \
             else f"{TAROKKA_SUITS[k]} ({SUIT_NAMES[k]})"

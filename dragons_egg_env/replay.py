@@ -68,7 +68,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from . import engine as E
 from .actions import NUM_ACTIONS, describe
@@ -103,7 +103,7 @@ class ReplayWarning(UserWarning):
     """A replay loaded, but it cannot prove everything (a version 1 file)."""
 
 
-class ReplayData(dict):
+class ReplayData(dict[str, Any]):
     """A replay read from a file by :func:`load_replay`: a plain dict that remembers its file
     (``source``), so that later errors name it."""
 
@@ -270,7 +270,7 @@ def _source_of(data: Any, source: str | os.PathLike[str] | None) -> str | None:
     return getattr(data, "source", None)
 
 
-def _is_int(x: Any) -> bool:
+def _is_int(x: object) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
@@ -313,12 +313,12 @@ def _json_type(x: Any) -> str:
     return type(x).__name__
 
 
-def _bad_field(data: dict, key: str, want: str, source: str | None) -> ReplayError:
+def _bad_field(data: dict[str, Any], key: str, want: str, source: str | None) -> ReplayError:
     return ReplayError(f"field {key!r} must be {want}, got {data[key]!r} "
                        f"({_json_type(data[key])})", source=source, field=key)
 
 
-def _check_types(data: dict, version: int, source: str | None) -> None:
+def _check_types(data: dict[str, Any], version: int, source: str | None) -> None:
     v2 = version == REPLAY_VERSION
 
     def bad(key: str, want: str) -> ReplayError:
@@ -331,7 +331,7 @@ def _check_types(data: dict, version: int, source: str | None) -> None:
     seed = data.get("seed")
     if (v2 or seed is not None) and not _is_int(seed):
         raise bad("seed", "a non-negative integer")
-    if v2 and seed < 0:
+    if v2 and _is_int(seed) and seed < 0:  # (an int in v2, checked above)
         raise bad("seed", "a non-negative integer")
     if not isinstance(data["deals"], list):
         raise bad("deals", "a list of deals (per round, one list of card codes per seat)")
@@ -352,7 +352,7 @@ def _check_types(data: dict, version: int, source: str | None) -> None:
         _check_record_types(data, source)
 
 
-def _check_record_types(data: dict, source: str | None) -> None:
+def _check_record_types(data: dict[str, Any], source: str | None) -> None:
     scores = data["scores"]
     if not (isinstance(scores, list) and all(isinstance(x, str) for x in scores)):
         raise _bad_field(data, "scores", "a list of exact scores in strings, one per seat",

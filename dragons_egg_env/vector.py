@@ -16,6 +16,9 @@ plays back exactly. ``docs/vector.md`` describes the API, the autoreset semantic
 differential check against the scalar engine and the speed.
 
 Only this module and its kernel module import numba; nothing else in the package imports them.
+numba comes with the ``vector`` extra: without it, importing this module (or
+:mod:`dragons_egg_env.vector_env`) raises :class:`dragons_egg_env.extras.MissingExtraError`
+naming that extra.
 """
 
 from __future__ import annotations
@@ -24,14 +27,20 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
-from . import _vector_kernels as K
 from . import engine as E
 from .actions import NUM_ACTIONS, describe
 from .cards import ALL_CARDS, EGG_BIT, NUM_CARDS, codes
 from .config import MAX_PLAYERS, RulesConfig
+from .extras import explain
 from .observation import Layout, layout
 from .replay import build_replay
+
+try:
+    from . import _vector_kernels as K
+except ModuleNotFoundError as _exc:  # numba: the vector extra
+    raise explain(_exc, "dragons_egg_env.vector (the batched engine)", "vector") from None
 
 #: Initial length of a match's action log (it doubles when a match needs more).
 INITIAL_LOG = 256
@@ -45,25 +54,25 @@ class VectorStep(NamedTuple):
     "of this step", which describe what the step did (all zero/False after ``reset``)."""
 
     #: ``(B, obs_size)`` float32: the observation of the seat to act in each match.
-    obs: np.ndarray
+    obs: npt.NDArray[np.float32]
     #: ``(B, 134)`` bool: its legal actions.
-    mask: np.ndarray
+    mask: npt.NDArray[np.bool_]
     #: ``(B,)`` int64: the seat to act.
-    seat: np.ndarray
+    seat: npt.NDArray[np.int64]
     #: ``(B, n)`` float64, of this step: each seat's reward (R27; nonzero when a round ended).
-    rewards: np.ndarray
+    rewards: npt.NDArray[np.float64]
     #: ``(B,)`` bool, of this step: a round ended.
-    round_ended: np.ndarray
+    round_ended: npt.NDArray[np.bool_]
     #: ``(B, n)`` int8, of this step: that round's finishing order, first to last (R25); -1
     #: where no round ended.
-    round_order: np.ndarray
+    round_order: npt.NDArray[np.int8]
     #: ``(B,)`` bool, of this step: that round ended in a deadlock (R24).
-    round_deadlock: np.ndarray
+    round_deadlock: npt.NDArray[np.bool_]
     #: ``(B,)`` bool, of this step: the match ended (R26); the slot holds a new match now.
-    done: np.ndarray
+    done: npt.NDArray[np.bool_]
     #: ``(B, n)`` float64, of this step: the final scores of a match that ended (R28), zeros
     #: elsewhere.
-    final_scores: np.ndarray
+    final_scores: npt.NDArray[np.float64]
 
 
 class RandomStats(NamedTuple):
@@ -72,10 +81,11 @@ class RandomStats(NamedTuple):
     steps: int           # steps taken, all matches together
     rounds: int          # rounds that ended
     matches: int         # matches that ended (and restarted)
-    rewards: np.ndarray  # (B, n) float64: the rewards of every step, summed per match and seat
+    #: ``(B, n)`` float64: the rewards of every step, summed per match and seat.
+    rewards: npt.NDArray[np.float64]
 
 
-def _offsets(lay: Layout) -> np.ndarray:
+def _offsets(lay: Layout) -> npt.NDArray[np.int64]:
     """The kernel's view of an observation layout: field starts, the scalar part's start and
     the size. The scalar tail must be hand_size, score (one per seat), round, asks_left."""
     offs = np.full(K.NUM_OFFS, -1, dtype=np.int64)
@@ -182,8 +192,10 @@ class VectorEngine:
         if seed is not None:
             _check_int("seed", seed, 0)
         ss = np.random.SeedSequence(seed)
+        entropy = ss.entropy
+        assert isinstance(entropy, (int, np.integer)), "an int seed or drawn entropy"
         #: The seed of the generators: the one given, or the entropy drawn for ``None``.
-        self.seed = int(ss.entropy)
+        self.seed = int(entropy)
         words = ss.generate_state(2 * self.num_envs, np.uint64)
         self._st.RNG[:, K.R_DEAL] = words[0::2]
         self._st.RNG[:, K.R_ACT] = words[1::2]
@@ -199,31 +211,37 @@ class VectorEngine:
         """Length of a full-state vector (``layout(max_players, state=True).size``)."""
         return self._state_lay.size
 
+    # (The kernel state's arrays are untyped, as the kernels are: each property names its type.)
     @property
-    def observations(self) -> np.ndarray:
+    def observations(self) -> npt.NDArray[np.float32]:
         """The current observations ``(B, obs_size)`` (the engine's buffer; read only)."""
-        return self._st.obs
+        obs: npt.NDArray[np.float32] = self._st.obs
+        return obs
 
     @property
-    def masks(self) -> np.ndarray:
+    def masks(self) -> npt.NDArray[np.bool_]:
         """The current legal-action masks ``(B, 134)`` (the engine's buffer; read only)."""
-        return self._st.mask
+        mask: npt.NDArray[np.bool_] = self._st.mask
+        return mask
 
     @property
-    def seats(self) -> np.ndarray:
+    def seats(self) -> npt.NDArray[np.int64]:
         """The seat to act in each match ``(B,)`` (a view of the engine's state; read only)."""
-        return self._st.S[:, K.SEAT]
+        seats: npt.NDArray[np.int64] = self._st.S[:, K.SEAT]
+        return seats
 
     @property
-    def dealers(self) -> np.ndarray:
+    def dealers(self) -> npt.NDArray[np.int64]:
         """The dealer of each match's current round ``(B,)`` (R4; -1 for a supplied deal in
         round 1, as ``engine.deal`` leaves it)."""
-        return self._st.S[:, K.DEALER].copy()
+        dealers: npt.NDArray[np.int64] = self._st.S[:, K.DEALER].copy()
+        return dealers
 
     @property
-    def episodes(self) -> np.ndarray:
+    def episodes(self) -> npt.NDArray[np.int64]:
         """Matches finished in each slot since the engine was made ``(B,)``."""
-        return self._st.S[:, K.EPIS].copy()
+        episodes: npt.NDArray[np.int64] = self._st.S[:, K.EPIS].copy()
+        return episodes
 
     # -- stepping -----------------------------------------------------------------------
     def reset(self, seed: int | None = None, deals: Any = None) -> VectorStep:
@@ -263,7 +281,7 @@ class VectorEngine:
                     raise E.DealError(f"deal of match {b}, round {r}: {exc}") from None
         slots = self._st.S[:, K.HCUR]
         self._st.HD[np.arange(B), slots, :arr.shape[1], :] = arr.astype(np.int64)
-        return arr.shape[1]
+        return int(arr.shape[1])
 
     def step(self, actions: Any) -> VectorStep:
         """Play ``actions[b]`` in match ``b`` for every ``b`` (an int array of shape ``(B,)``).
@@ -322,7 +340,7 @@ class VectorEngine:
         steps_left = np.full(self.num_envs, k, dtype=np.int64)
         return self._run_random(steps_left)
 
-    def _run_random(self, steps_left: np.ndarray) -> RandomStats:
+    def _run_random(self, steps_left: npt.NDArray[np.int64]) -> RandomStats:
         acc = np.zeros((self.num_envs, self.num_players), dtype=np.float64)
         counts = np.zeros((self.num_envs, 3), dtype=np.int64)
         while True:  # (_grow_log replaces self._st)
@@ -346,7 +364,7 @@ class VectorEngine:
         if not self._ready:
             raise RuntimeError("call reset() first (or build the engine with from_states())")
 
-    def _check_actions(self, actions: Any) -> np.ndarray:
+    def _check_actions(self, actions: Any) -> npt.NDArray[np.int64]:
         B = self.num_envs
         arr = np.asarray(actions)
         if arr.shape != (B,):
@@ -395,7 +413,7 @@ class VectorEngine:
         """The legal actions of the seat to act in match ``i``, ascending."""
         return np.flatnonzero(self._st.mask[self._index(i)]).tolist()
 
-    def observe(self, seats: Any) -> np.ndarray:
+    def observe(self, seats: Any) -> npt.NDArray[np.float32]:
         """Observations ``(B, obs_size)`` of match ``b`` from seat ``seats[b]`` (any seat,
         not only the one to act): ``Encoder(n, max_players, num_rounds).encode``."""
         self._check_ready()
@@ -409,7 +427,7 @@ class VectorEngine:
                        arr.astype(np.int64), out)
         return out
 
-    def state(self) -> np.ndarray:
+    def state(self) -> npt.NDArray[np.float32]:
         """The full state of every match ``(B, state_size)`` float32, for centralised critics:
         ``Encoder(n, max_players, num_rounds, state=True).encode(state, 0)``."""
         self._check_ready()

@@ -14,10 +14,9 @@ Opponents are batched policies:
   and ``(k, 134)`` bool masks of the ``k`` matches where it is to act and returning ``k`` int
   actions (a torch policy, a frozen snapshot, a numpy rule);
 - a :class:`MatchAwarePolicy` (``start_matches``, ``act_rows``, ``end_rounds``), which is also
-  told the matches and seats of its rows; ``dragons_egg.agents.batched.AgentPolicy`` is one,
-  seating any
-  scalar agent (``heuristic``, ``ismcts``, ``ppo:path=...``) with one agent object per match
-  and seat.
+  told the matches and seats of its rows; ``dragons_egg.agents.batched.AgentPolicy`` is one, seating
+  any scalar agent (``heuristic``, ``ismcts``, ``ppo:path=...``) with one agent object per match and
+  seat.
 
 Autoreset is Gymnasium's ``SAME_STEP`` mode (``metadata["autoreset_mode"]``): the step that
 ends a match returns ``terminated=True``, the match's last reward and, as the observation,
@@ -34,10 +33,11 @@ imports it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import gymnasium
 import numpy as np
+import numpy.typing as npt
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
@@ -45,11 +45,14 @@ from gymnasium.vector.utils import batch_space
 from .actions import NUM_ACTIONS, describe
 from .config import RulesConfig
 from .engine import IllegalActionError
+from .observation import ObsArray
 from .vector import VectorEngine
 from .wrappers import check_weights
 
 #: A batched policy: ``(obs (k, obs_size) float32, mask (k, 134) bool) -> (k,) int actions``.
-BatchedPolicy = Callable[[np.ndarray, np.ndarray], Any]
+BatchedPolicy = Callable[[ObsArray, npt.NDArray[np.bool_]], Any]
+#: Row indices: matches, or the seats of the rows' players.
+Rows = npt.NDArray[np.int64]
 
 
 @runtime_checkable
@@ -61,16 +64,16 @@ class MatchAwarePolicy(Protocol):
     ``policy(obs, mask)``, and :meth:`end_rounds` when rounds end in matches where the policy
     plays a seat."""
 
-    def start_matches(self, matches: np.ndarray, seats: np.ndarray, config: RulesConfig,
+    def start_matches(self, matches: Rows, seats: npt.NDArray[np.bool_], config: RulesConfig,
                       max_players: int) -> None:
         """Matches ``matches`` (k,) start anew; ``seats`` (k, n) bool: the seats this policy
         plays in each of them (possibly none)."""
 
-    def act_rows(self, obs: np.ndarray, mask: np.ndarray, matches: np.ndarray,
-                 seats: np.ndarray) -> Any:
+    def act_rows(self, obs: ObsArray, mask: npt.NDArray[np.bool_], matches: Rows,
+                 seats: Rows) -> Any:
         """Actions (k,) for row ``i``: match ``matches[i]``, seat ``seats[i]``."""
 
-    def end_rounds(self, matches: np.ndarray, results: list[dict[str, Any]]) -> None:
+    def end_rounds(self, matches: Rows, results: list[dict[str, Any]]) -> None:
         """A round ended in each of ``matches``; ``results[i]`` is the ``round_result`` info
         of ``raw_env`` (agent names ``player_<seat>``) for ``matches[i]``."""
 
@@ -80,7 +83,7 @@ def _policy_name(policy: Any) -> str:
                or type(policy).__name__)
 
 
-class SingleAgentVectorEnv(gymnasium.vector.VectorEnv):
+class SingleAgentVectorEnv(gymnasium.vector.VectorEnv[ObsArray, Rows, npt.NDArray[Any]]):
     """``num_envs`` matches, one learner seat in each, the other seats batched opponents.
 
     Args:
@@ -90,8 +93,11 @@ class SingleAgentVectorEnv(gymnasium.vector.VectorEnv):
             per episode, uniformly or by ``weights``, from the env's generator.
         weights: one non-negative weight per opponent (not all zero).
         seats: learner seats to draw from per episode (default: every seat).
-        num_players, num_rounds, **rule_flags: the rules (:class:`RulesConfig` fields); or
-            ``config``. One table size per env.
+        num_players: the table size (one per env); with ``num_rounds`` and ``rule_flags``,
+            the rules (:class:`RulesConfig` fields), unless ``config`` is given.
+        num_rounds: rounds per match.
+        config: the rules as one :class:`RulesConfig` (instead of the three above).
+        **rule_flags: any other rule flag.
         max_players: observation padding (as ``dragons_egg_v0``).
         seed: seeds the engine's deals and the draws of seats and opponents (``None``: fresh
             entropy); ``reset(seed=...)`` re-seeds both.
@@ -105,7 +111,7 @@ class SingleAgentVectorEnv(gymnasium.vector.VectorEnv):
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
     render_mode = None
 
-    def __init__(self, num_envs: int, opponents: Sequence[Any], *,
+    def __init__(self, num_envs: int, opponents: Sequence[BatchedPolicy | MatchAwarePolicy], *,
                  weights: Sequence[float] | None = None, seats: Sequence[int] | None = None,
                  num_players: int = 4, num_rounds: int = 3, config: RulesConfig | None = None,
                  max_players: int | None = None, seed: int | None = None, record: bool = False,
@@ -141,16 +147,18 @@ class SingleAgentVectorEnv(gymnasium.vector.VectorEnv):
         self._round = np.zeros(B, np.int64)
         self._ended = np.zeros(B, bool)    # an episode ended in this slot during this step
         self._last_obs = np.zeros((B, self.engine.obs_size), np.float32)
-        self._final: dict[str, np.ndarray] = {}
+        self._final: dict[str, npt.NDArray[Any]] = {}
         self._ready = False
 
     # -- the pool -------------------------------------------------------------------------
-    def set_opponents(self, opponents: Sequence[Any],
+    def set_opponents(self, opponents: Sequence[BatchedPolicy | MatchAwarePolicy],
                       weights: Sequence[float] | None = None) -> None:
         """Replace the opponent pool (drawn from at the next match of each slot)."""
-        if isinstance(opponents, (str, bytes)) or not isinstance(opponents, Sequence):
+        if isinstance(cast(object, opponents), (str, bytes)) \
+                or not isinstance(opponents, Sequence):  # callers without types
             raise TypeError(f"opponents is a sequence of batched policies, got {opponents!r}")
-        pool = list(opponents)
+        # (called by kind, as self._aware says: a MatchAwarePolicy's methods, else the callable)
+        pool: list[Any] = list(opponents)
         if not pool:
             raise ValueError("the opponent pool is empty")
         for p in pool:
@@ -173,8 +181,8 @@ class SingleAgentVectorEnv(gymnasium.vector.VectorEnv):
         self._aware = [isinstance(p, MatchAwarePolicy) for p in pool]
 
     # -- Gymnasium API --------------------------------------------------------------------
-    def reset(self, *, seed: int | None = None, options: dict | None = None
-              ) -> tuple[np.ndarray, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[ObsArray, dict[str, Any]]:
         """Start a new match in every slot. ``seed`` (an int >= 0) re-seeds the deals and the
         draws of seats and opponents; ``None`` carries on. ``options`` is unused."""
         if seed is not None:
@@ -196,7 +204,8 @@ class SingleAgentVectorEnv(gymnasium.vector.VectorEnv):
         return self._learner_obs(), {"seat": self.learner_seats.copy(),
                                      "_seat": np.ones(self.num_envs, bool)}
 
-    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+    def step(self, actions: Any) -> tuple[ObsArray, npt.NDArray[np.float64],
+                                          npt.NDArray[np.bool_], npt.NDArray[np.bool_],
                                           dict[str, Any]]:
         """One learner action per match; see the module docstring."""
         if not self._ready:
@@ -235,16 +244,16 @@ class SingleAgentVectorEnv(gymnasium.vector.VectorEnv):
                          _final_info=term.copy())
         return obs, reward, term, np.zeros(self.num_envs, bool), infos
 
-    def action_masks(self) -> np.ndarray:
+    def action_masks(self) -> npt.NDArray[np.bool_]:
         """The learner's legal actions in every match ``(B, 134)`` bool (for MaskablePPO)."""
         return self.engine.masks.copy()
 
     # -- internals ------------------------------------------------------------------------
-    def _learner_obs(self) -> np.ndarray:
+    def _learner_obs(self) -> ObsArray:
         self._last_obs[:] = self.engine.observations
         return self._last_obs.copy()
 
-    def _new_matches(self, rows: np.ndarray) -> None:
+    def _new_matches(self, rows: Rows) -> None:
         """Draw the learner seat and the opponents of the new matches in ``rows``."""
         k, n = len(rows), self.num_players
         seat = self._rng.choice(self.seats, size=k)
@@ -271,7 +280,7 @@ class SingleAgentVectorEnv(gymnasium.vector.VectorEnv):
                 eng.step_rows(rows, acts)
             self._collect(rows)
 
-    def _opponent_actions(self, rows: np.ndarray, seats: np.ndarray) -> np.ndarray:
+    def _opponent_actions(self, rows: Rows, seats: Rows) -> Rows:
         eng = self.engine
         owners = self.owners[rows, seats]
         acts = np.zeros(len(rows), np.int64)
@@ -288,8 +297,8 @@ class SingleAgentVectorEnv(gymnasium.vector.VectorEnv):
             acts[sel] = self._check_opponent(p, out, mask, matches, seats[sel])
         return acts
 
-    def _check_opponent(self, p: int, out: Any, mask: np.ndarray, matches: np.ndarray,
-                        seats: np.ndarray) -> np.ndarray:
+    def _check_opponent(self, p: int, out: Any, mask: npt.NDArray[np.bool_], matches: Rows,
+                        seats: Rows) -> Rows:
         name = f"opponent {p} ({_policy_name(self.opponents[p])})"
         if hasattr(out, "detach"):  # a torch tensor
             out = out.detach().cpu().numpy()
@@ -304,12 +313,12 @@ class SingleAgentVectorEnv(gymnasium.vector.VectorEnv):
             i = int(np.flatnonzero(~ok)[0])
             b, act = int(matches[i]), int(a[i])
             what = describe(act) if 0 <= act < NUM_ACTIONS else "outside 0..133"
-            legal = ", ".join(f"{x} ({describe(x)})" for x in np.flatnonzero(mask[i]))
+            legal = ", ".join(f"{x} ({describe(int(x))})" for x in np.flatnonzero(mask[i]))
             raise IllegalActionError(f"match {b}: {name} at seat {int(seats[i])} chose "
                                      f"illegal action {act} ({what}); legal: {legal}")
         return a
 
-    def _collect(self, rows: np.ndarray) -> None:
+    def _collect(self, rows: Rows) -> None:
         """Book the last engine step of the matches ``rows``: the learner's rewards, round
         ends (to match-aware opponents) and finished matches (episode ends)."""
         eng = self.engine
@@ -337,7 +346,8 @@ class SingleAgentVectorEnv(gymnasium.vector.VectorEnv):
         self._round[done] = 0
         self._new_matches(done)
 
-    def _end_rounds(self, rows: np.ndarray, order: np.ndarray, deadlock: np.ndarray) -> None:
+    def _end_rounds(self, rows: Rows, order: npt.NDArray[np.int8],
+                    deadlock: npt.NDArray[np.bool_]) -> None:
         if not any(self._aware):
             self._round[rows] += 1
             return

@@ -13,8 +13,7 @@ Opponents in the pool may be:
 - factories: any object with a ``make(seed) -> agent`` method, called once per episode and
   seat with a seed drawn from the episode seed, so every episode gets fresh, seeded opponents
   (``dragons_egg.agents.AgentSpec("heuristic")`` or ``AgentSpec("ppo:path=snap.zip")`` make agents
-  from a
-  spec string; they are picklable, so the pool travels to ``SubprocVecEnv`` workers);
+  from a spec string; they are picklable, so the pool travels to ``SubprocVecEnv`` workers);
 - agent objects (with ``start_match``, ``act`` and ``end_round``, as
   :class:`dragons_egg.agents.base.Agent`
   has), reused as they are;
@@ -22,8 +21,7 @@ Opponents in the pool may be:
 
 This package resolves no spec strings (it imports nothing from ``agents``): a plain string in
 the pool is a ``TypeError`` that says to wrap it in ``dragons_egg.agents.AgentSpec``. There is no
-default
-pool: ``opponents`` is required. The learner's seat and the table size are drawn per episode
+default pool: ``opponents`` is required. The learner's seat and the table size are drawn per episode
 from the given sets, from the episode seed.
 
 The env has ``action_masks()`` (so MaskablePPO needs no extra wrapper), is seeded by
@@ -38,31 +36,47 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, Union, runtime_checkable
+from typing import Any, Protocol, Union, cast, runtime_checkable
 
 import gymnasium
 import numpy as np
+import numpy.typing as npt
 from gymnasium import spaces
 
 from .actions import NUM_ACTIONS
 from .config import MAX_PLAYERS, RulesConfig
 from .dragons_egg_v0 import ActionOutOfBoundsError, action_index, match_seed, raw_env
-from .observation import layout
+from .observation import ObsArray, layout
 
 GYM_ID = "dragons_egg/SingleAgent-v0"
 
-Policy = Callable[[np.ndarray, np.ndarray], int]
+#: A callable opponent: ``(observation, int8 action mask) -> action``.
+Policy = Callable[[ObsArray, npt.NDArray[np.int8]], int]
+
+
+class AgentLike(Protocol):
+    """What the env asks of an opponent object (:class:`dragons_egg.agents.base.Agent` has
+    it): told the match, asked for actions, told each round's end."""
+
+    def start_match(self, seat: int, config: RulesConfig,
+                    max_players: int | None = None) -> None: ...
+
+    def act(self, observation: ObsArray, action_mask: npt.NDArray[np.int8]) -> int: ...
+
+    def end_round(self, result: dict[str, Any]) -> None: ...
 
 
 @runtime_checkable
 class OpponentFactory(Protocol):
     """Makes a fresh opponent for one episode and seat (see the module docstring)."""
 
-    def make(self, seed: int) -> Any:
+    def make(self, seed: int) -> AgentLike:
         """An agent object (``start_match``, ``act``, ``end_round``), seeded with ``seed``."""
+        ...
 
 
-Opponent = Union[OpponentFactory, Policy, Any]
+#: An opponent in the pool: a factory, an agent object or a callable (module docstring).
+Opponent = Union[OpponentFactory, AgentLike, Policy]
 
 
 class _CallableAgent:
@@ -74,10 +88,10 @@ class _CallableAgent:
     def start_match(self, seat: int, config: RulesConfig, max_players: int | None = None) -> None:
         pass
 
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+    def act(self, observation: ObsArray, action_mask: npt.NDArray[np.int8]) -> int:
         return int(self.fn(observation, action_mask))
 
-    def end_round(self, result: dict) -> None:
+    def end_round(self, result: dict[str, Any]) -> None:
         pass
 
 
@@ -92,7 +106,7 @@ def check_weights(weights: Sequence[float] | None, size: int) -> list[float] | N
     return out
 
 
-class SingleAgentEnv(gymnasium.Env):
+class SingleAgentEnv(gymnasium.Env[ObsArray, int]):
     """One learner against a pool of opponents (see the module docstring).
 
     Args:
@@ -149,7 +163,7 @@ class SingleAgentEnv(gymnasium.Env):
         self.observation_space = spaces.Box(-1.0, 1.0, (size,), np.float32)
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         self._env: raw_env | None = None
-        self._agents: dict[str, Any] = {}
+        self._agents: dict[str, AgentLike] = {}
         self._mask = np.zeros(NUM_ACTIONS, dtype=bool)
         self._episode_rng: random.Random | None = None
 
@@ -157,7 +171,7 @@ class SingleAgentEnv(gymnasium.Env):
     def set_pool(self, opponents: Sequence[Opponent], weights: Sequence[float] | None = None
                  ) -> None:
         """Replace the opponent pool (takes effect at the next episode)."""
-        if isinstance(opponents, (str, bytes)):
+        if isinstance(cast(object, opponents), (str, bytes)):  # a caller without types
             raise TypeError(f"opponents is a sequence of opponents, got the string {opponents!r}")
         pool = list(opponents)
         if not pool:
@@ -185,17 +199,17 @@ class SingleAgentEnv(gymnasium.Env):
     def pool_size(self) -> int:
         return len(self.pool)
 
-    def _draw_opponent(self, rng: random.Random, seed: int) -> Any:
+    def _draw_opponent(self, rng: random.Random, seed: int) -> AgentLike:
         opp = rng.choices(self.pool, weights=self.weights)[0]
         if isinstance(opp, OpponentFactory):
             return opp.make(seed)
         if hasattr(opp, "act"):
-            return opp
+            return cast(AgentLike, opp)
         return _CallableAgent(opp)
 
     # -- Gymnasium API --------------------------------------------------------------------
-    def reset(self, *, seed: int | None = None, options: dict | None = None
-              ) -> tuple[np.ndarray, dict]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[ObsArray, dict[str, Any]]:
         if seed is not None:
             seed = match_seed(seed)  # numpy integers too; Gymnasium takes Python ints only
         super().reset(seed=seed)
@@ -219,7 +233,7 @@ class SingleAgentEnv(gymnasium.Env):
         self._advance()
         return self._obs(), self._info()
 
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+    def step(self, action: Any) -> tuple[ObsArray, float, bool, bool, dict[str, Any]]:
         if self._env is None:
             raise RuntimeError("reset() needs to be called before step()")
         if self._done:
@@ -244,19 +258,25 @@ class SingleAgentEnv(gymnasium.Env):
         reward, self._pending = self._pending, 0.0
         return self._obs(), float(reward), self._done, False, self._info()
 
-    def action_masks(self) -> np.ndarray:
+    def action_masks(self) -> npt.NDArray[np.bool_]:
         """The learner's legal actions now (bool), for MaskablePPO."""
         return self._mask.copy()
 
-    def render(self) -> str | None:
+    def render(self) -> str | None:  # type: ignore[override]
+        # Gymnasium types frames as its RenderFrame type variable; this env's only mode is text.
         if self._env is None or self.render_mode is None:
             return None
         return self._env.render_table(viewer=self._learner_name)
 
     # -- internals ------------------------------------------------------------------------
+    def _match(self) -> raw_env:
+        """The match of the episode (``reset()`` makes it; :meth:`step` checks that first)."""
+        assert self._env is not None, "reset() makes the match"
+        return self._env
+
     def _collect(self) -> None:
         """Add the learner's reward of the last env step; pass round ends to the opponents."""
-        env = self._env
+        env = self._match()
         self._pending += env.rewards.get(self._learner_name, 0.0)
         info = env.infos.get(self._learner_name, {})
         if "round_result" in info:
@@ -265,7 +285,7 @@ class SingleAgentEnv(gymnasium.Env):
 
     def _advance(self) -> None:
         """Let the opponents play until the learner must act or the match is over."""
-        env = self._env
+        env = self._match()
         learner = self._learner_name
         while True:
             if env.phase() == "done":
@@ -281,13 +301,13 @@ class SingleAgentEnv(gymnasium.Env):
             env.step(self._agents[agent].act(obs["observation"], obs["action_mask"]))
             self._collect()
 
-    def _obs(self) -> np.ndarray:
+    def _obs(self) -> ObsArray:
         if self._done:
-            return self._env.observe(self._learner_name)["observation"]
+            return self._match().observe(self._learner_name)["observation"]
         return self._last_obs
 
-    def _info(self) -> dict:
-        env = self._env
+    def _info(self) -> dict[str, Any]:
+        env = self._match()
         return {"seat": self.learner, "num_players": env.config.num_players,
                 "round": env.round_index(), "scores": env.scores,
                 "action_mask": self._mask.copy()}
@@ -296,4 +316,4 @@ class SingleAgentEnv(gymnasium.Env):
 if GYM_ID not in gymnasium.registry:
     gymnasium.register(id=GYM_ID, entry_point=f"{__name__}:SingleAgentEnv")
 
-__all__ = ["SingleAgentEnv", "OpponentFactory", "Policy", "GYM_ID"]
+__all__ = ["SingleAgentEnv", "OpponentFactory", "AgentLike", "Opponent", "Policy", "GYM_ID"]

@@ -1,8 +1,7 @@
 """Throughput benchmark: steps per second of uniformly random legal play, on one CPU core.
 
 Run ``python -m dragons_egg.experiments.bench`` (or ``dragons-egg-bench``); ``--help`` lists the
-options.
-``docs/benchmark.md`` explains the method and records figures.
+options. ``docs/benchmark.md`` explains the method and records figures.
 
 Every measurement plays whole episodes of uniformly random legal actions (drawn with one seeded
 ``random.Random``) through one loop shape, as far as each API allows:
@@ -63,6 +62,7 @@ import numpy as np
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import NUM_ACTIONS
 from dragons_egg_env.config import MAX_PLAYERS, MIN_PLAYERS, RulesConfig
+from dragons_egg_env.extras import require_cli
 
 from .cli_args import int_range, positive_float, table_size
 
@@ -599,12 +599,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    script = os.path.basename(sys.argv[0]) == "dragons-egg-bench"  # the console script
+    parser = build_parser("dragons-egg-bench") if script else build_parser()
     return run_from_args(parser.parse_args(argv), parser)
 
 
 def run_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """Run with parsed arguments (``dragons-egg bench``); ``parser`` reports late errors."""
+    """Run with parsed arguments (``dragons-egg bench``); ``parser`` reports late errors.
+    The peers are skipped when not installed; ``--vector`` needs the ``vector`` extra (one
+    line naming it and exit status 2 otherwise, before anything runs)."""
+    if args.vector:
+        require_cli(f"{parser.prog} --vector", "vector")
     if args.json:
         parent = os.path.dirname(os.path.abspath(args.json))
         if not os.path.isdir(parent):

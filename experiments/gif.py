@@ -1,8 +1,7 @@
 """Replays as pictures: an animated GIF or numbered PNG frames, one frame per step.
 
 ``python -m dragons_egg.experiments.gif REPLAY.json OUT.gif [--viewer player_0] [--deck-style
-tarokka]
-[--fps 2] [--frames-dir DIR]``
+tarokka] [--fps 2] [--frames-dir DIR]``
 
 Frame ``k`` is the table after the first ``k`` recorded actions (frame 0: after the deal), drawn
 by :func:`dragons_egg_env.render_image.render_rgb` with a caption naming the step and the action
@@ -30,6 +29,7 @@ import numpy as np
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import decode, describe
 from dragons_egg_env.cards import DECK_STYLES, card_name, iter_cards
+from dragons_egg_env.extras import explain, require_cli
 from dragons_egg_env.render_image import render_rgb
 from dragons_egg_env.replay import ReplayError, iter_replay, load_replay, replay_moves
 
@@ -42,9 +42,8 @@ LAST_FRAME_HOLD_MS = 3000
 def _pil():
     try:
         from PIL import Image, ImageDraw, ImageFont
-    except ImportError:
-        raise ImportError("writing replay images needs Pillow: pip install "
-                          "'dragons-egg[render]' (or pip install 'pillow>=10')") from None
+    except ImportError as exc:  # a MissingExtraError naming the render extra
+        raise explain(exc, "writing replay images", "render") from None
     return Image, ImageDraw, ImageFont
 
 
@@ -246,7 +245,10 @@ def run_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser | No
                   ) -> int:
     """Run with parsed arguments (``dragons-egg gif``). A bad replay, viewer or output path is
     a usage error of ``parser`` (one line, exit status 2); without a parser it is printed as
-    ``error: ...`` and 2 returned."""
+    ``error: ...`` and 2 returned. Without the ``render`` extra (Pillow) it prints one line
+    naming it and exits with status 2 before reading anything."""
+    require_cli(parser.prog if parser is not None else "python -m dragons_egg.experiments.gif",
+                "render")
     try:
         data = load_replay(args.replay)
         frames, pngs = _write(data, args.out, args.frames_dir, args.viewer, args.deck_style,

@@ -1,8 +1,7 @@
 """The main job (the README's first command): train briefly, evaluate, report.
 
 1. Train a fresh agent with the batched self-play trainer (:mod:`dragons_egg.experiments.selfplay`,
-its
-   default settings: every table size 2..8, all seats learning) for ``--samples`` learner
+   its default settings: every table size 2..8, all seats learning) for ``--samples`` learner
    samples, evaluated against three ``heuristic`` players every ``--samples / 4``.
 2. Run a duplicate-deal tournament at 4 players between the fresh agent (``fresh``), the agent
    shipped with the package (``ppo``), the one shipped with 0.1.0/0.2.0 (``ppo-0.1``, SB3)
@@ -36,6 +35,7 @@ from dragons_egg.experiments.tournament import (
     markdown_report,
     run_tournament,
 )
+from dragons_egg_env.extras import require_cli
 
 #: The fresh agent's label in the tournament and the report.
 FRESH = "fresh"
@@ -85,7 +85,7 @@ def _training_lines(run, asked: int) -> list[str]:
               f"({last['diff_heuristic']:+.3f} [{last['diff_heuristic_low']:+.3f}, "
               f"{last['diff_heuristic_high']:+.3f}]). The shipped agent `ppo` is the same "
               "trainer run much longer, with the settings of "
-              "`experiments/configs/selfplay-shipped.json` (README).", "",
+              "`--config selfplay-shipped` (README).", "",
               "![learning curve](learning_curve.png)"]
     return lines
 
@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int_range(0), default=0)
     p.add_argument("--workers", type=int_range(1), default=min(2, os.cpu_count() or 1))
     args = p.parse_args(argv)
+    require_cli(p.prog, "train")  # self-play (torch, numba), SB3 for ppo-0.1, the tournament
     for agent in (SHIPPED, PREVIOUS):
         if not agent.is_file():
             p.error(f"the shipped agent {agent} is missing: reinstall the package")
@@ -121,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[2/3] tournament: {args.matches} matches at 4 players (duplicate deals)",
           file=sys.stderr, flush=True)
     tc = TournamentConfig(agents=["ppo", Entrant(FRESH, spec=f"ppo:path={final}"),
-                                  Entrant(PREVIOUS_LABEL, spec=f"ppo:path={PREVIOUS}"),
+                                  PREVIOUS_LABEL,  # the agent ppo-0.1 plays PREVIOUS
                                   "heuristic", "greedy", "random"], num_players=4,
                           matches=args.matches, seed=args.seed, workers=args.workers,
                           out_dir=str(out / "tournament"))
@@ -135,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{summary['matches']} matches ({t2 - t1:.0f} s).",
         f"`{FRESH}` is the agent trained here (`ppo:path={final}`); `ppo` is the agent "
         f"shipped with the package (self-play, every table size); `{PREVIOUS_LABEL}` is the "
-        f"one shipped with 0.1.0 and 0.2.0 (`ppo:path={PREVIOUS}`, SB3, 4 players).", "",
+        f"one shipped with 0.1.0 and 0.2.0 (`{PREVIOUS.name}` in the package, SB3, 4 "
+        "players).", "",
         "## Training", "", *_training_lines(run, args.samples), "", "## Tournament",
     ]
     plots = [Path("tournament") / name for name in ("ratings.png", "head_to_head.png",

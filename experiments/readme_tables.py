@@ -138,6 +138,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--readme", default=str(ROOT / "README.md"))
     args = p.parse_args(argv)
     path = Path(args.readme)
+    if not path.is_file():
+        print(f"error: {path} does not exist (the README's tables are generated in a checkout "
+              "of the repository; pass --readme)", file=sys.stderr)
+        return 2
     text = path.read_text()
     new = render(text, path.parent)
     if args.check:

@@ -28,17 +28,24 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from pettingzoo.utils import BaseWrapper
-from ray.rllib.algorithms.ppo import PPOConfig
-from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
-from ray.rllib.callbacks.callbacks import RLlibCallback
-from ray.rllib.core.columns import Columns
-from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
-from ray.rllib.core.rl_module.rl_module import RLModule, RLModuleSpec
-from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
 
 from dragons_egg_env.actions import NUM_ACTIONS
 from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.dragons_egg_v0 import env, raw_env
+from dragons_egg_env.extras import explain
+
+try:
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import (
+        DefaultPPOTorchRLModule,
+    )
+    from ray.rllib.callbacks.callbacks import RLlibCallback
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModule, RLModuleSpec
+    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
+except ModuleNotFoundError as _exc:  # a MissingExtraError naming the rllib extra
+    raise explain(_exc, "dragons_egg.experiments.rllib", "rllib") from None
 
 MAIN = "main"
 BASELINES = ("random", "heuristic")

@@ -30,10 +30,15 @@ import time
 from typing import Any
 
 import numpy as np
-from stable_baselines3.common.vec_env import VecEnv
-from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
 
+from dragons_egg_env.extras import explain
 from dragons_egg_env.vector_env import SingleAgentVectorEnv
+
+try:
+    from stable_baselines3.common.vec_env import VecEnv
+    from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
+except ModuleNotFoundError as _exc:  # a MissingExtraError naming the train extra
+    raise explain(_exc, "dragons_egg.experiments.sb3_vec", "train") from None
 
 
 class SB3VectorEnv(VecEnv):

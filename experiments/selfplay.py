@@ -2,30 +2,36 @@
 
 ``python -m dragons_egg.experiments.selfplay [--total-samples N] [--seed N] [--run-name NAME] ...``
 (``--help`` lists every setting; they are the fields of :class:`SelfPlayConfig`, parsed by
-tyro, and may come from a JSON file with ``--config``). One
-:class:`~dragons_egg_env.vector.VectorEngine` per table size (2..8 by default) holds
-``envs_per_size`` matches, observations padded to ``max_players`` seats, so one policy plays
-every table size. At each step the policy (a masked MLP in torch) acts for the seat to move in
-every match at once; the seat's decisions form one trajectory per match and seat, whose
-reward is what that seat earned until its next decision (R27 round rewards, the last at the
-end of the match). Advantages are GAE over those per-seat trajectories, bootstrapped at the
-end of a rollout with the value of each seat's current observation. A share of the seats
-(``opponent_share``) can be played by a league, drawn per match and seat: frozen snapshots of
-the learner and, with ``league_agents``, memoryless rule agents (``heuristic``, ``greedy``:
-agents that act on their observation alone, one object for every seat they play); the
-league's decisions are not trained on.
+tyro, and may come from a JSON file with ``--config FILE``, or from a training config packaged
+with ``dragons_egg.experiments`` by its name: ``--config selfplay-shipped`` is the shipped agent's
+run). One :class:`~dragons_egg_env.vector.VectorEngine` per table size (2..8 by default) holds
+``envs_per_size`` matches, observations padded to ``max_players`` seats, so one policy plays every
+table size. At each step the policy (a masked MLP in torch) acts for the seat to move in every match
+at once; the seat's decisions form one trajectory per match and seat, whose reward is what that seat
+earned until its next decision (R27 round rewards, the last at the end of the match). Advantages are
+GAE over those per-seat trajectories, bootstrapped at the end of a rollout with the value of each
+seat's current observation. A share of the seats (``opponent_share``) can be played by a league,
+drawn per match and seat: frozen snapshots of the learner and, with ``league_agents``, memoryless
+rule agents (``heuristic``, ``greedy``: agents that act on their observation alone, one object for
+every seat they play); the league's decisions are not trained on.
 
 Tribute decisions (ask and give, R31..R33) are a few per match; ``tribute_weight`` scales
 their part of the loss so that the learner hears about them, and ``tribute_lambda`` gives them
 a GAE lambda of their own (docs/training.md compares settings).
 
-Every ``eval_every`` samples the policy is exported (``dragons_egg.agents.netpolicy`` format,
-played by
-the ``net`` and ``ppo`` agents) and evaluated with the tournament code (duplicate deals,
-bootstrap intervals) against ``eval_opponents``; the learning curve (strength against samples
-and wall time) goes to ``eval.csv``, ``learning_curve.png`` and TensorBoard. Checkpoints
+Every ``eval_every`` samples the policy is exported (``dragons_egg.agents.netpolicy`` format, played
+by the ``net`` and ``ppo`` agents) and evaluated with the tournament code (duplicate deals,
+bootstrap intervals) against ``eval_opponents``; the learning curve (strength against samples and
+wall time) goes to ``eval.csv``, ``learning_curve.png`` and TensorBoard. An interval from fewer deal
+sequences than the tournament's minimum (:data:`dragons_egg.experiments.tournament.MIN_SEQUENCES`)
+is left out: NaN in the history, an empty cell in ``eval.csv``. Checkpoints
 (``checkpoints/latest.pt``: weights, optimiser, counters, generators, league, history) let
-``--resume`` continue a run. Torch uses ``torch_threads`` threads (default 1).
+``--resume CHECKPOINT`` continue a run: in the checkpoint's own run folder, with the settings saved
+in the checkpoint; settings given on the command line (flags, or those a ``--config`` file names)
+override single settings, each change printed and recorded in the run's ``config_history.json``; the
+network's shape (``hidden``, ``max_players``) cannot change. The trainer updates after whole
+rollouts, so it says at the start how far past ``total_samples`` it will go. Torch uses
+``torch_threads`` threads (default 1).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -41,12 +48,24 @@ from typing import Any, Literal
 
 import numpy as np
 
-from dragons_egg.experiments.cli_args import config_cli
+from dragons_egg.experiments.cli_args import (
+    config_changes,
+    parse_config_cli,
+    resume_entry,
+    resumed_settings,
+    start_entry,
+    validated,
+    write_run_config,
+)
 from dragons_egg_env.actions import ASK_BASE, NUM_ACTIONS
 from dragons_egg_env.config import MAX_PLAYERS, TABLE_SIZES, RulesConfig
 from dragons_egg_env.observation import layout
 
 CHECKPOINT_FORMAT = "dragons-egg-selfplay"
+#: Settings a resumed run cannot change, with the reason: the checkpoint's weights, optimiser
+#: state and league snapshots are arrays of the network they shape.
+FROZEN_ON_RESUME = {"hidden": "the checkpoint's network has its layer sizes",
+                    "max_players": "the checkpoint's network reads observations of that size"}
 
 
 @dataclass
@@ -253,6 +272,28 @@ def config_from_dict(data: dict[str, Any]) -> SelfPlayConfig:
     return SelfPlayConfig(**data)
 
 
+def saved_config(state: dict[str, Any], path: str | Path) -> SelfPlayConfig:
+    """The settings a checkpoint was saved with (settings added since take their defaults); a
+    ``ValueError`` for a setting this version does not have."""
+    known = {f.name for f in dataclasses.fields(SelfPlayConfig)}
+    unknown = sorted(set(state["config"]) - known)
+    if unknown:
+        raise ValueError(f"checkpoint {path} has settings this version does not know: "
+                         f"{', '.join(unknown)}")
+    return config_from_dict(state["config"])
+
+
+def resumed_config(checkpoint: str | Path, parsed: SelfPlayConfig,
+                   given: set[str] | frozenset[str] = frozenset()) -> SelfPlayConfig:
+    """The settings ``--resume checkpoint`` continues with: the checkpoint's, with those
+    ``given`` on the command line taken from ``parsed``; in the checkpoint's run folder
+    unless ``out_dir`` or ``run_name`` is given
+    (:func:`dragons_egg.experiments.cli_args.resumed_settings`). A ``ValueError`` for a bad
+    checkpoint or a setting that cannot change (:data:`FROZEN_ON_RESUME`)."""
+    saved = saved_config(load_checkpoint(checkpoint), checkpoint)
+    return resumed_settings(saved, parsed, given, checkpoint, FROZEN_ON_RESUME)
+
+
 def export_checkpoint(path: str | Path, dest: str | Path, command: str = "",
                       note: str = "") -> Path:
     """Write the policy of a self-play checkpoint as an ``dragons_egg.agents.netpolicy`` file, its
@@ -265,7 +306,9 @@ def export_checkpoint(path: str | Path, dest: str | Path, command: str = "",
     prov = {"trainer": "dragons_egg.experiments.selfplay", "command": command, "note": note,
             "checkpoint": str(path), "samples": state["samples"],
             "updates": state["updates"], "seconds": round(state["seconds"], 1),
-            "config": state["config"], "evaluations": state["history"]}
+            "config": state["config"], "evaluations": json_ready(state["history"])}
+    if state.get("config_history"):
+        prov["config_history"] = state["config_history"]
     dest = Path(dest)
     export_policy(model, cfg, dest, prov)
     dest.with_suffix(".json").write_text(json.dumps(prov, indent=1) + "\n")
@@ -551,22 +594,57 @@ def evaluate_spec(me: str, cfg: SelfPlayConfig, seed: int) -> dict[str, Any]:
                           num_rounds=cfg.num_rounds, workers=cfg.eval_workers, bootstrap=1000)
     summary = summarize(tc, run_matches(tc, progress=False))
     mine = summary["agents"][me]
-    out: dict[str, Any] = {"mean_score": mine["mean_score"].mean,
-                           "score_low": mine["mean_score"].low,
-                           "score_high": mine["mean_score"].high}
+    out: dict[str, Any] = {"mean_score": mine["mean_score"].mean}
+    out["score_low"], out["score_high"] = interval(mine["mean_score"])
     for opp in dict.fromkeys(opps):
         d = summary["differences"].get(f"{me} - {opp}")
         if d is not None:
-            out[f"diff_{opp}"], out[f"diff_{opp}_low"], out[f"diff_{opp}_high"] = \
-                d.mean, d.low, d.high
+            out[f"diff_{opp}"] = d.mean
+            out[f"diff_{opp}_low"], out[f"diff_{opp}_high"] = interval(d)
     return out
+
+
+def interval(est) -> tuple[float, float]:
+    """The 95% interval of a tournament :class:`~dragons_egg.experiments.tournament.Estimate`,
+    or ``(nan, nan)`` where the tournament's rule (``Estimate.enough``: at least
+    :data:`~dragons_egg.experiments.tournament.MIN_SEQUENCES` deal sequences) refuses one."""
+    return (est.low, est.high) if est.enough else (math.nan, math.nan)
+
+
+def format_estimate(row: dict[str, Any], key: str) -> str:
+    """``row[key]`` with its interval (``key_low``, ``key_high``), or with the words ``no
+    interval`` where the evaluation had too few deal sequences for one."""
+    low, high = row.get(key + "_low", math.nan), row.get(key + "_high", math.nan)
+    if not (isinstance(low, float) and isinstance(high, float)) or math.isnan(low) \
+            or math.isnan(high):
+        from dragons_egg.experiments.tournament import MIN_SEQUENCES
+
+        return f"{row[key]:+.3f} [no interval: fewer than {MIN_SEQUENCES} deal sequences]"
+    return f"{row[key]:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with every NaN (an interval left out) as ``None``, for strict JSON."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(v) for v in value]
+    return value
 
 
 # ---------------------------------------------------------------------------------------
 # The run.
 
 class Run:
-    """A self-play run: collection, updates, league, evaluation, checkpoints."""
+    """A self-play run: collection, updates, league, evaluation, checkpoints.
+
+    With ``resume`` (a checkpoint) the run continues from it with ``cfg``, which the command
+    line makes from the checkpoint's settings and the ones given
+    (:func:`resumed_config`); every setting ``cfg`` changes is printed and recorded in
+    ``config_history.json``, and ``eval.csv`` holds the checkpoint's evaluations, the new
+    ones appended."""
 
     def __init__(self, cfg: SelfPlayConfig, resume: str | None = None) -> None:
         cfg.validate()
@@ -582,9 +660,14 @@ class Run:
         self.history: list[dict[str, Any]] = []
         self.league: list[str] = []   # snapshot policy files
         self.marks = {"eval": 0, "checkpoint": 0, "snapshot": 0}
+        #: When the run started and each resume, with the settings it changed.
+        self.config_history: list[dict[str, Any]] = [start_entry()]
+        #: What :meth:`train` announced of the sample budget (:meth:`sample_budget`).
+        self.budget: dict[str, Any] | None = None
         if resume:
             self._load(Path(resume))
-        (self.dir / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
+            restore_eval_csv(self.dir / "eval.csv", self.history, self.samples)
+        write_run_config(self.dir, cfg, self.config_history)
         self.collector = Collector(cfg, cfg.seed + self.updates)
         self._snap_policies: list[Any] = []
         self._agent_fns = self._league_agent_fns()
@@ -603,7 +686,8 @@ class Run:
                  "generator": self.learner.gen.get_state(), "samples": self.samples,
                  "updates": self.updates, "seconds": self.seconds,
                  "eval_seconds": self.eval_seconds, "history": self.history,
-                 "league": self.league, "marks": self.marks}
+                 "league": self.league, "marks": self.marks,
+                 "config_history": self.config_history}
         tmp = path.with_name(path.name + ".tmp")
         torch.save(state, tmp)
         tmp.replace(path)
@@ -623,6 +707,10 @@ class Run:
                   "marks"):
             setattr(self, k, state[k])
         self.league = [p for p in self.league if Path(p).is_file()]
+        # checkpoints from before the config history have none
+        self.config_history = list(state.get("config_history", []))
+        self.config_history.append(resume_entry(
+            self.samples, path, config_changes(saved_config(state, path), self.cfg)))
 
     # -- league ------------------------------------------------------------------------------
     def _sync_league(self) -> None:
@@ -657,8 +745,43 @@ class Run:
                 "config": dataclasses.asdict(self.cfg)}
 
     # -- the loop ------------------------------------------------------------------------
+    def sample_budget(self) -> dict[str, Any]:
+        """How far past ``total_samples`` the run will go from here: it updates after whole
+        rollouts of ``rollout_steps`` steps of every match, all of them learner decisions
+        without a league (``opponent_share`` 0), so it trains a whole number of rollouts.
+        With a league a rollout holds fewer learner decisions, a number drawn with its seats,
+        and ``will_train`` and ``overshoot`` are ``None``."""
+        cfg = self.cfg
+        per = cfg.rollout_steps * cfg.envs_per_size * len(cfg.table_sizes)
+        left = max(cfg.total_samples - self.samples, 0)
+        out: dict[str, Any] = {"asked": cfg.total_samples, "rollout_samples": per,
+                               "will_train": None, "overshoot": None}
+        if not cfg.opponent_share:
+            will = self.samples + -(-left // per) * per
+            out.update(will_train=will, overshoot=max(will - cfg.total_samples, 0))
+        return out
+
+    def announce_budget(self) -> dict[str, Any]:
+        """Print one line when the run will train past ``total_samples`` (not a multiple of
+        the rollout size), saying by how much; returns :meth:`sample_budget`."""
+        b = self.sample_budget()
+        if self.samples >= self.cfg.total_samples:
+            return b
+        per = f"{b['rollout_samples']:,}"
+        if b["will_train"] is None:
+            print(f"total_samples {b['asked']:,}: with a league, a rollout holds up to {per} "
+                  f"learner samples, so the run may train up to {b['rollout_samples'] - 1:,} "
+                  "past it (summary.json records the overshoot)", file=sys.stderr, flush=True)
+        elif b["overshoot"]:
+            print(f"total_samples {b['asked']:,} is not a multiple of the rollout size {per} "
+                  f"(rollout_steps x envs_per_size x table sizes): asked {b['asked']:,}, will "
+                  f"train {b['will_train']:,}, overshoot {b['overshoot']:,}", file=sys.stderr,
+                  flush=True)
+        return b
+
     def train(self) -> Path:
         cfg = self.cfg
+        self.budget = self.announce_budget()
         bar = _progress(cfg, self.samples)
         while self.samples < cfg.total_samples and not self.out_of_time():
             stats = self.iteration()
@@ -744,7 +867,7 @@ class Run:
         _append_csv(self.dir / "eval.csv", row)
         if self.writer is not None:
             for k, v in row.items():
-                if isinstance(v, float):
+                if isinstance(v, float) and not math.isnan(v):
                     self.writer.add_scalar(f"eval/{k}", v, self.samples)
         print(f"eval at {self.samples:,} samples ({self.seconds:,.0f} s): "
               + ", ".join(f"{k} {v:+.3f}" for k, v in row.items() if k.startswith("diff_")
@@ -759,10 +882,13 @@ class Run:
         self.save()
         final = export_policy(self.learner.model, self.cfg, self.dir / "final.npz",
                               self._provenance())
-        (self.dir / "summary.json").write_text(json.dumps({
+        budget = {**(self.budget or self.sample_budget()), "trained": self.samples,
+                  "overshoot": max(self.samples - self.cfg.total_samples, 0)}
+        (self.dir / "summary.json").write_text(json.dumps(json_ready({
             "samples": self.samples, "updates": self.updates, "seconds": self.seconds,
             "samples_per_s": self.samples / max(self.seconds, 1e-9),
-            "eval_seconds": self.eval_seconds, "history": self.history}, indent=1))
+            "eval_seconds": self.eval_seconds, "budget": budget,
+            "history": self.history}), indent=1))
         return final
 
 
@@ -785,22 +911,73 @@ def _progress(cfg: SelfPlayConfig, start: int):
                 desc="self-play", file=sys.stderr)
 
 
+def _cells(row: dict[str, Any]) -> dict[str, Any]:
+    """A row for the CSV: NaN (an interval left out) as an empty cell."""
+    return {k: "" if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    """``rows`` as a CSV file with every column any of them has (written to a temporary file
+    and renamed)."""
+    fields = list(dict.fromkeys(k for r in rows for k in r))
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, restval="")
+        w.writeheader()
+        w.writerows(_cells(r) for r in rows)
+    tmp.replace(path)
+
+
 def _append_csv(path: Path, row: dict[str, Any]) -> None:
-    new = not path.exists()
+    """Append ``row`` to a CSV file (a header first when the file is new or empty). A row
+    with other columns than the file's (other evaluation opponents after a resume) rewrites
+    the file with every column, so that no value lands under another's header."""
+    header: list[str] | None = None
+    if path.is_file() and path.stat().st_size:
+        with open(path, newline="") as f:
+            header = next(csv.reader(f), None)
+    if header is not None and header != list(row):
+        with open(path, newline="") as f:
+            old = list(csv.DictReader(f))
+        _write_csv(path, [*old, row])
+        return
     with open(path, "a", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(row))
-        if new:
+        if header is None:
             w.writeheader()
-        w.writerow(row)
+        w.writerow(_cells(row))
+
+
+def restore_eval_csv(path: Path, history: list[dict[str, Any]], samples: int,
+                     key: str = "samples") -> None:
+    """On resume: make ``eval.csv`` hold the checkpoint's evaluations (``history``, each
+    with its ``key``: samples or timesteps), so that the new rows continue them. Rows the
+    file has beyond them (evaluations after the checkpoint, whose training the resumed run
+    does again) are kept aside in ``eval-before-resume-<samples>.csv``, a name the learning
+    curve does not read, and that is said."""
+    rows = read_eval_csv(path)
+    if [r.get(key) for r in rows] == [h.get(key) for h in history]:
+        return
+    if rows:
+        aside = path.with_name(f"eval-before-resume-{samples}.csv")
+        path.replace(aside)
+        print(f"{path} had evaluations the checkpoint (at {samples:,} {key}) does not have: "
+              f"it now holds the checkpoint's {len(history)}; the file as it was is {aside}",
+              file=sys.stderr)
+    if history:
+        _write_csv(path, history)
+    elif path.exists():
+        path.unlink()
 
 
 def read_eval_csv(path: Path) -> list[dict[str, Any]]:
-    """The rows of an ``eval*.csv`` (``samples`` as int, the rest as floats)."""
+    """The rows of an ``eval*.csv`` (``samples`` and ``timesteps`` as ints, the rest as
+    floats; an empty cell, an interval left out for too few deal sequences, as NaN)."""
     if not path.is_file():
         return []
     with open(path, newline="") as f:
-        return [{k: int(v) if k == "samples" else float(v) for k, v in r.items()}
-                for r in csv.DictReader(f)]
+        return [{k: int(v) if k in ("samples", "timesteps") else float(v) if v != ""
+                 else math.nan for k, v in r.items()} for r in csv.DictReader(f)]
 
 
 def merged_evals(run_dir: Path) -> list[dict[str, Any]]:
@@ -853,14 +1030,33 @@ def _plot_curve(history: list[dict[str, Any]], path: Path) -> None:
 # ---------------------------------------------------------------------------------------
 # Command line.
 
+RESUME_HELP = ("continue the run of this checkpoint (checkpoints/latest.pt) in its own run "
+               "folder with its saved settings; settings given here (flags, or those a "
+               "--config file names) override single ones, each change printed and recorded "
+               "in config_history.json; hidden and max_players cannot change")
+
+
 def parse_args(argv: list[str] | None = None) -> tuple[SelfPlayConfig, str | None]:
-    """The config from ``--config FILE`` (JSON) and flags, and ``--resume``."""
-    return config_cli(SelfPlayConfig, argv, config_from_dict, "--resume",
-                      "Batched self-play PPO on the compiled engine. Also: --config FILE.json "
-                      "(settings), --resume CHECKPOINT.pt.")
+    """The settings and ``--resume``: from ``--config FILE|NAME`` (JSON) and flags; with
+    ``--resume CHECKPOINT``, the checkpoint's settings with those given explicitly
+    (:func:`resumed_config`). Bad input is a one-line error and exit status 2."""
+    parsed = parse_config_cli(SelfPlayConfig, argv, config_from_dict, "--resume",
+                              "Batched self-play PPO on the compiled engine.",
+                              extra_help=RESUME_HELP, extra_metavar="CHECKPOINT.pt")
+    cfg = parsed.settings
+    if parsed.extra is not None:
+        try:
+            cfg = resumed_config(parsed.extra, cfg, parsed.given)
+        except ValueError as exc:
+            print(f"error: --resume: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+    return validated(cfg), parsed.extra
 
 
 def main(argv: list[str] | None = None) -> int:
+    from dragons_egg_env.extras import require_cli  # before parsing: tyro parses, torch trains
+
+    require_cli("python -m dragons_egg.experiments.selfplay", "train")
     cfg, resume = parse_args(argv)
     try:
         run = Run(cfg, resume)
@@ -879,4 +1075,5 @@ if __name__ == "__main__":
 
 __all__ = ["SelfPlayConfig", "Run", "Collector", "Learner", "advantages", "export_policy",
            "evaluate_spec", "load_checkpoint", "export_checkpoint", "config_from_dict",
-           "build_network", "main"]
+           "saved_config", "resumed_config", "interval", "format_estimate", "read_eval_csv",
+           "FROZEN_ON_RESUME", "build_network", "main"]

@@ -2,8 +2,7 @@
 heuristic from the same training budget.
 
 ``python -m dragons_egg.experiments.selfplay_compare [--seconds 300] [--matches 400] [--variants
-A,B,...]
-[--out results/selfplay-compare]``
+A,B,...] [--out results/selfplay-compare]``
 
 Each variant trains from a fresh start (seed 0) for ``--seconds`` of process CPU time, after a
 warm-up that compiles the batched engine's kernels and builds the networks, collection and
@@ -33,6 +32,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from dragons_egg_env.extras import require_cli
 
 from .cli_args import int_range, positive_float
 
@@ -167,19 +168,22 @@ def evaluate(spec: str, matches: int, seed: int) -> dict[str, Any]:
 
 
 def write_report(rows: list[dict[str, Any]], args: argparse.Namespace, out: Path) -> None:
-    (out / "compare.json").write_text(json.dumps(
+    from .selfplay import json_ready
+
+    (out / "compare.json").write_text(json.dumps(json_ready(  # no interval (too few): null
         {"seconds": args.seconds, "matches": args.matches, "seed": args.seed,
          "command": "python -m dragons_egg.experiments.selfplay_compare " + " ".join(sys.argv[1:]),
-         "variants": rows}, indent=1))
+         "variants": rows}), indent=1))
     lines = [f"Training budget {args.seconds:g} CPU s per variant; {args.matches} duplicate "
              "matches at 4 players against three `heuristic` players.", "",
              "| variant | samples | samples/CPU s | wall s | diff to heuristic | 95% interval |",
              "|---|---:|---:|---:|---:|---|"]
     for r in rows:
+        lo, hi = r["diff_heuristic_low"], r["diff_heuristic_high"]
+        ci = f"[{lo:+.3f}, {hi:+.3f}]" if lo == lo and hi == hi else "too few deal sequences"
         lines.append(f"| {r['variant']} | {r['samples']:,} | "
                      f"{r['samples'] / r['cpu_seconds']:,.0f} | {r['wall_seconds']:,.0f} | "
-                     f"{r['diff_heuristic']:+.3f} | [{r['diff_heuristic_low']:+.3f}, "
-                     f"{r['diff_heuristic_high']:+.3f}] |")
+                     f"{r['diff_heuristic']:+.3f} | {ci} |")
     (out / "compare.md").write_text("\n".join(lines) + "\n")
     import matplotlib
 
@@ -213,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"comma-separated subset of {', '.join(VARIANTS)}")
     p.add_argument("--out", default="results/selfplay-compare")
     args = p.parse_args(argv)
+    require_cli(p.prog, "train")
+    from .selfplay import format_estimate
+
     names = [v for v in args.variants.split(",") if v]
     unknown = [v for v in names if v not in VARIANTS]
     if unknown or not names:
@@ -230,8 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(f"[{k}/{len(names)}] {name}: {fig['samples']:,} samples, "
               f"{fig['samples'] / fig['cpu_seconds']:,.0f}/CPU s; diff to heuristic "
-              f"{ev['diff_heuristic']:+.3f} [{ev['diff_heuristic_low']:+.3f}, "
-              f"{ev['diff_heuristic_high']:+.3f}]", file=sys.stderr, flush=True)
+              f"{format_estimate(ev, 'diff_heuristic')}", file=sys.stderr, flush=True)
         write_report(rows, args, out)
     print((out / "compare.md").read_text())
     return 0

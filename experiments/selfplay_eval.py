@@ -9,7 +9,8 @@ expensive opponent such as ISMCTS would stall training, so this command evaluate
 policies afterwards, or on the other core while the run goes on: each not yet evaluated
 against ``--opponent`` plays ``--matches`` duplicate matches in one seat against it in the
 others, like the in-loop evaluation. Rows go to ``RUN_DIR/eval_<opponent>.csv`` (samples,
-training seconds, mean score, difference to the opponent, 95% intervals); the learning curve
+training seconds, mean score, difference to the opponent, 95% intervals, empty where the
+evaluation had fewer deal sequences than the tournament's minimum); the learning curve
 ``RUN_DIR/learning_curve.png`` is redrawn with every opponent, against samples and against
 training wall time.
 """
@@ -24,9 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from dragons_egg.agents import AgentSpecError, parse_spec
+from dragons_egg_env.extras import require_cli
 
 from .cli_args import int_range
-from .selfplay import SelfPlayConfig, _append_csv, evaluate_spec, read_eval_csv, redraw_curve
+from .selfplay import (
+    SelfPlayConfig,
+    _append_csv,
+    evaluate_spec,
+    format_estimate,
+    read_eval_csv,
+    redraw_curve,
+)
 
 
 def saved_policies(run_dir: Path) -> list[tuple[int, Path]]:
@@ -66,10 +75,8 @@ def evaluate_run(run_dir: Path, opponent: str, matches: int, workers: int, seed:
         _append_csv(out_csv, row)
         rows.append(row)
         if progress:
-            key = f"diff_{opponent}"
             print(f"[{k}/{len(todo)}] {samples:,} samples: {opponent} difference "
-                  f"{row[key]:+.3f} [{row[key + '_low']:+.3f}, {row[key + '_high']:+.3f}]",
-                  file=sys.stderr, flush=True)
+                  f"{format_estimate(row, f'diff_{opponent}')}", file=sys.stderr, flush=True)
     redraw_curve(run_dir)
     return rows
 
@@ -84,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int_range(1), default=1)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
+    require_cli(p.prog, "experiments")  # ratings and the learning curve
     try:
         parse_spec(args.opponent)
     except AgentSpecError as exc:

@@ -1,14 +1,21 @@
-"""Make a self-play checkpoint the package's ``ppo`` agent (or any ``.npz`` policy file).
+"""Write a self-play checkpoint (or any ``.npz`` policy file) as a policy file with its
+provenance: to a file of your own, or, for maintainers, as the package's ``ppo`` agent.
 
-``python -m dragons_egg.experiments.ship CHECKPOINT.pt|POLICY.npz [--dest
-agents/data/ppo_dragons_egg.npz]
-[--command "the command that trained it"]``
+``python -m dragons_egg.experiments.ship CHECKPOINT.pt|POLICY.npz --dest FILE.npz
+[--command "the command that trained it"] [--note "..."]``
 
-Writes the checkpoint's policy as an :mod:`dragons_egg.agents.netpolicy` file and its provenance
-(the
-command, samples, training seconds, config and evaluations) into the file's metadata and a
-``.json`` beside it, which the README and the tests read. A policy file (a league snapshot of
-a run, ``policies/snapshot_*.npz``) is shipped as it is, with the provenance it carries.
+``python -m dragons_egg.experiments.ship CHECKPOINT.pt|POLICY.npz --into-package
+[--command ...] [--note ...]`` replaces the package's shipped ``ppo`` agent
+(``agents/data/ppo_dragons_egg.npz``, inside site-packages in an installed package): only
+with this flag, never by default. One of ``--dest`` and ``--into-package`` is required; without
+either the command stops with a one-line error (exit status 2) before doing anything.
+
+Writes the checkpoint's policy as an :mod:`dragons_egg.agents.netpolicy` file and its
+provenance (the command, samples, training seconds, config, the run's settings changes and
+evaluations) into the file's metadata and a ``.json`` beside it, which the README and the
+tests read. A policy file (a league snapshot of a run, ``policies/snapshot_*.npz``) is
+shipped as it is, with the provenance it carries. The ``ppo:path=FILE.npz`` agent plays the
+result.
 """
 
 from __future__ import annotations
@@ -19,17 +26,17 @@ import sys
 from pathlib import Path
 
 from dragons_egg.agents.ppo import SHIPPED
+from dragons_egg_env.extras import require_cli
 
-#: The command that trains the shipped agent (README, docs/training.md).
-SHIPPED_COMMAND = ("python -m dragons_egg.experiments.selfplay --config "
-                   "experiments/configs/selfplay-shipped.json")
+#: The command that trains the shipped agent (README, docs/training.md): the recorded
+#: command of ``--into-package`` unless ``--command`` says otherwise.
+SHIPPED_COMMAND = "python -m dragons_egg.experiments.selfplay --config selfplay-shipped"
 
 
 def is_policy_file(path: str) -> bool:
     """Whether ``path`` is an :mod:`dragons_egg.agents.netpolicy` file (read by
     :func:`dragons_egg.agents.ppo.checkpoint_format`); anything else is taken for a torch
-    checkpoint, and
-    reading it reports what is wrong with it (missing, corrupt, not one)."""
+    checkpoint, and reading it reports what is wrong with it (missing, corrupt, not one)."""
     from dragons_egg.agents.ppo import CheckpointError, checkpoint_format
 
     try:
@@ -62,21 +69,35 @@ def main(argv: list[str] | None = None) -> int:
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("checkpoint", help="a self-play checkpoint (checkpoints/latest.pt) or a "
                    "policy file (.npz) such as a run's snapshot")
-    p.add_argument("--dest", default=str(SHIPPED), help=f"policy file to write (default "
-                   f"{SHIPPED.name} in the package)")
-    p.add_argument("--command", default=SHIPPED_COMMAND,
-                   help="the command that trained it, recorded as provenance")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--dest", help="the policy file to write (FILE.npz; FILE.json beside "
+                       "it); the ppo:path=FILE.npz agent plays it")
+    where.add_argument("--into-package", action="store_true",
+                       help=f"for maintainers: replace the package's shipped ppo agent "
+                       f"({SHIPPED}, with its .json)")
+    p.add_argument("--command", default=None,
+                   help="the command that trained it, recorded as provenance (default: with "
+                   "--into-package the shipped agent's, "
+                   f"{SHIPPED_COMMAND!r}; else none)")
     p.add_argument("--note", default="",
                    help="anything the provenance should say besides the command (how the run "
                    "was stopped and resumed, settings changed on the way)")
     args = p.parse_args(argv)
+    if not args.into_package and args.dest is None:
+        p.error("say where to write the policy: --dest FILE.npz, or --into-package to "
+                "replace the package's shipped ppo agent")
+    dest = SHIPPED if args.into_package else Path(args.dest)
+    command = args.command if args.command is not None else (
+        SHIPPED_COMMAND if args.into_package else "")
+    if not is_policy_file(args.checkpoint):  # a torch checkpoint
+        require_cli(p.prog, "train", only=("torch",))
     from .selfplay import export_checkpoint
 
     try:
         if is_policy_file(args.checkpoint):
-            dest = ship_policy_file(args.checkpoint, args.dest, args.command, args.note)
+            dest = ship_policy_file(args.checkpoint, dest, command, args.note)
         else:
-            dest = export_checkpoint(args.checkpoint, args.dest, args.command, args.note)
+            dest = export_checkpoint(args.checkpoint, dest, command, args.note)
     except ValueError as exc:
         p.error(str(exc))
     print(f"wrote {dest} and {dest.with_suffix('.json')}", file=sys.stderr)

@@ -81,6 +81,7 @@ from dragons_egg.experiments.cli_args import int_range, rule_flag, table_size
 from dragons_egg_env import engine as E
 from dragons_egg_env.cards import NUM_CARDS, codes
 from dragons_egg_env.config import ConfigError, RulesConfig
+from dragons_egg_env.extras import explain, require, require_cli
 
 #: Intervals from fewer deal sequences than this are reported as too few.
 MIN_SEQUENCES = 10
@@ -612,7 +613,10 @@ def _ratings(tc: TournamentConfig, results: Sequence[dict[str, Any]], labels: li
              ) -> dict[str, dict[str, float]]:
     """Plackett-Luce ratings (openskill) over every round's full finishing order. An agent
     that fills several seats of a table moves by the mean of its seats' updates."""
-    from openskill.models import PlackettLuce
+    try:
+        from openskill.models import PlackettLuce
+    except ModuleNotFoundError as exc:  # a MissingExtraError naming the experiments extra
+        raise explain(exc, "the tournament's ratings", "experiments") from None
 
     model = PlackettLuce()
     mu = {a: model.mu for a in labels}
@@ -827,7 +831,11 @@ def run_tournament(tc: TournamentConfig, progress: bool = True,
                    start_method: str | None = None) -> dict[str, Any]:
     """Play, summarize and (with ``out_dir``) write results.jsonl, summary.json, report.md and
     the plots. Returns the summary. The output folder is checked before any match is played
-    and created after the last (:class:`OutputError`)."""
+    and created after the last (:class:`OutputError`); so are the ``experiments`` extra's
+    modules the summary needs (openskill; matplotlib for the plots), a
+    :class:`~dragons_egg_env.extras.MissingExtraError` otherwise."""
+    require("run_tournament", "experiments",
+            only=("openskill", "matplotlib") if tc.out_dir else ("openskill",))
     tc.validate()
     if tc.out_dir:
         check_out_dir(tc.out_dir)
@@ -877,8 +885,10 @@ def run_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     """Run the tournament the parsed arguments describe. Every mistake is one line (with the
     usage of the tournament command: ``parser`` should be the subcommand's parser, and a
     top-level parser is searched for it) and exit status 2, whether found before playing (agent
-    specs and paths, rules, the output folder) or while building an agent."""
+    specs and paths, rules, the output folder) or while building an agent. Without the
+    ``experiments`` extra it prints one line naming it and exits with status 2 first."""
     parser = _command_parser(parser, args)
+    require_cli(parser.prog, "experiments")  # ratings, progress bar, plots: before any match
     tc = TournamentConfig(agents=args.agents, num_players=args.players, matches=args.matches,
                           seed=args.seed, num_rounds=args.rounds, rules=dict(args.rule),
                           workers=args.workers, bootstrap=args.bootstrap, out_dir=args.out)

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dragons_egg_env.extras import require_cli
+
 from .cli_args import int_range, positive_float
 
 
@@ -91,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--torch-threads", type=int_range(1), default=1)
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = p.parse_args(argv)
+    require_cli(p.prog, "train")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         print(f"timing each trainer for {args.seconds:g} s ...", file=sys.stderr, flush=True)

@@ -8,16 +8,29 @@ the learner makes tribute choices whenever it won the previous round.
 
 Every ``eval_every`` steps the current policy plays a duplicate-deal tournament
 (:mod:`dragons_egg.experiments.tournament`) against fixed opponents; the mean match score, its
-difference
-to each opponent with a 95% interval, and the Dragon and Egg rates go to TensorBoard, to the
-run's ``progress.csv`` and to ``eval.csv``; ``learning_curve.png`` is drawn at the end.
+difference to each opponent with a 95% interval, and the Dragon and Egg rates go to TensorBoard, to
+the run's ``progress.csv`` and to ``eval.csv``; ``learning_curve.png`` is drawn at the end.
 
 The whole configuration is :class:`TrainConfig`; every field is a command-line flag and may
-come from a JSON or TOML file (``--config``); the resolved config is saved as
-``config.json`` in the run folder ``<out_dir>/<run_name>`` (default name
-``ppo-seed<seed>``). Checkpoints (``checkpoints/step_<n>.zip`` with a ``.json`` of the pool
-and evaluation history) are written every ``checkpoint_every`` steps and at the end
-(``final.zip``); ``--resume CHECKPOINT`` continues a run from one. Torch runs on
+come from a JSON or TOML file (``--config FILE``) or from a training config packaged with
+``dragons_egg.experiments`` by its name (``--config shipped``: the agent shipped with 0.1.0
+and 0.2.0); the resolved config is saved as ``config.json`` in the run folder
+``<out_dir>/<run_name>`` (default name ``ppo-seed<seed>``). Checkpoints
+(``checkpoints/step_<n>.zip`` with a ``.json`` of the pool, evaluation history and config) are
+written every ``checkpoint_every`` steps and at the end (``final.zip``).
+
+``--resume CHECKPOINT`` continues the run of a checkpoint in its own run folder, with the
+settings saved beside it; settings given on the command line (flags, or those a ``--config``
+file names) override single ones, each change printed and recorded in the run's
+``config_history.json``. Those MaskablePPO keeps in the checkpoint (:data:`FROZEN_ON_RESUME`:
+the network, the PPO hyperparameters) and the largest table size (the observation size)
+cannot change. ``eval.csv`` holds the checkpoint's evaluations and continues them.
+
+SB3 trains whole rollouts of ``n_steps x n_envs`` steps, so the run says at the start when it
+will go past ``total_timesteps``, and by how much. An evaluation interval from fewer deal
+sequences than the tournament's minimum
+(:data:`~dragons_egg.experiments.tournament.MIN_SEQUENCES`) is left out (NaN; an empty cell in
+``eval.csv``). Torch runs on
 ``torch_threads`` threads (default 1: on 2 cores more threads made updates ~10x slower while
 another process was busy). The same seed gives the same run as far as torch allows.
 """
@@ -25,7 +38,6 @@ another process was busy). The same seed gives the same run as far as torch allo
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import functools
 import json
@@ -36,9 +48,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dragons_egg.experiments.cli_args import (
+    config_changes,
+    packaged_configs,
+    resolve_config,
+    resume_entry,
+    resumed_settings,
+    start_entry,
+    write_run_config,
+)
 from dragons_egg_env.config import parse_bool
+from dragons_egg_env.extras import require_cli
 
 DEFAULT_OPPONENTS = ["heuristic", "greedy", "random"]
+#: Settings a resumed run cannot change, with the reason (and the largest of ``table_sizes``,
+#: which sizes the observations).
+FROZEN_ON_RESUME = {name: "MaskablePPO keeps it in the checkpoint" for name in (
+    "net_arch", "learning_rate", "n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda",
+    "clip_range", "ent_coef")}
 
 
 @dataclass
@@ -134,22 +161,25 @@ def _field_type(f: dataclasses.Field) -> str:
     return str(f.type)
 
 
-def load_config_file(path: str | Path) -> dict[str, Any]:
-    """Settings from a JSON or TOML file; unknown keys are an error naming them."""
-    p = Path(path)
+def load_config_file(path: Any) -> dict[str, Any]:
+    """Settings from a JSON or TOML file (a path, or a packaged config as
+    :func:`dragons_egg.experiments.cli_args.resolve_config` gives it); unknown keys are an
+    error naming them."""
+    p = Path(path) if isinstance(path, str) else path
+    suffix = Path(p.name).suffix
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ValueError(f"cannot read config file {p}: {exc}") from None
     try:
-        if p.suffix == ".toml":
+        if suffix == ".toml":
             import tomllib
 
             data = tomllib.loads(text)
         else:
             data = json.loads(text)
     except Exception as exc:  # noqa: BLE001 - json and toml raise different errors
-        raise ValueError(f"config file {p} is not valid {p.suffix.lstrip('.') or 'JSON'}: "
+        raise ValueError(f"config file {p} is not valid {suffix.lstrip('.') or 'JSON'}: "
                          f"{exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"config file {p} must hold an object of settings")
@@ -200,8 +230,16 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m dragons_egg.experiments.train_ppo",
         description="Train a Dragon's Egg agent with MaskablePPO and self-play. Every "
                     "setting below may also come from --config FILE (JSON or TOML).")
-    p.add_argument("--config", help="JSON or TOML file of settings (flags override it)")
-    p.add_argument("--resume", help="continue from a checkpoint .zip of an earlier run")
+    p.add_argument("--config", metavar="FILE|NAME",
+                   help="JSON or TOML file of settings, or the name of a config packaged with "
+                   "dragons_egg.experiments (" + ", ".join(packaged_configs(TrainConfig))
+                   + "); the flags override it")
+    p.add_argument("--resume", metavar="CHECKPOINT.zip",
+                   help="continue the run of this checkpoint (checkpoints/step_N.zip) in its "
+                   "own run folder with its saved settings; settings given here (flags, or "
+                   "those a --config file names) override single ones, each change printed "
+                   "and recorded in config_history.json; the network, the PPO "
+                   "hyperparameters and the largest table size cannot change")
     defaults = TrainConfig()
     for f in dataclasses.fields(TrainConfig):
         p.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, default=None,
@@ -211,16 +249,56 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    """The settings of the command line: ``--config`` (a file or a packaged name), then the
+    flags; with ``--resume``, the checkpoint's settings with those given
+    (:func:`resumed_config`). A ``ValueError`` (or ``TypeError``) names what is wrong."""
     values: dict[str, Any] = {}
     if args.config:
-        values.update(load_config_file(args.config))
+        values.update(load_config_file(resolve_config(args.config, TrainConfig)))
     for f in dataclasses.fields(TrainConfig):
-        v = getattr(args, f.name)
+        v = getattr(args, f.name)  # None unless the flag is given
         if v is not None:
             values[f.name] = v
-    cfg = TrainConfig(**values)
+    resume = getattr(args, "resume", None)
+    cfg = resumed_config(resume, values) if resume else TrainConfig(**values)
     cfg.validate()
     return cfg
+
+
+def saved_config(meta: dict[str, Any], path: str | Path) -> TrainConfig:
+    """The settings recorded beside a checkpoint (its ``.json``); a ``ValueError`` when there
+    are none or some this version does not have."""
+    data = meta.get("config")
+    if not isinstance(data, dict):
+        raise ValueError(f"checkpoint {path} has no settings in its .json")
+    unknown = sorted(set(data) - {f.name for f in dataclasses.fields(TrainConfig)})
+    if unknown:
+        raise ValueError(f"checkpoint {path} has settings this version does not know: "
+                         f"{', '.join(unknown)}")
+    return TrainConfig(**data)
+
+
+def resumed_config(resume: str | Path, values: dict[str, Any]) -> TrainConfig:
+    """The settings ``--resume`` continues with: the checkpoint's, with the ``values`` given
+    on the command line; in the checkpoint's run folder unless ``out_dir`` or ``run_name`` is
+    given. A ``ValueError`` for a missing or corrupt checkpoint, or a setting that cannot
+    change (:data:`FROZEN_ON_RESUME`, the largest table size)."""
+    from dragons_egg.agents.ppo import CheckpointError, load_policy
+
+    rp = Path(resume)
+    if not rp.is_file():
+        raise ValueError(f"--resume: checkpoint {resume} does not exist")
+    try:
+        load_policy(rp)  # clear errors for a corrupt file
+    except CheckpointError as exc:
+        raise ValueError(str(exc)) from None
+    saved = saved_config(_checkpoint_meta(rp), rp)
+    parsed = dataclasses.replace(saved, **values)
+    if max(parsed.table_sizes) != max(saved.table_sizes):
+        raise ValueError(f"--table-sizes cannot change the largest table size on resume (the "
+                         f"checkpoint's observations are padded to {saved.max_players} seats): "
+                         f"the checkpoint has {saved.table_sizes}")
+    return resumed_settings(saved, parsed, set(values), rp, FROZEN_ON_RESUME)
 
 
 # ---------------------------------------------------------------------------------------
@@ -264,16 +342,18 @@ def evaluate(model_path: Path, cfg: TrainConfig, seed: int) -> dict[str, Any]:
     tc = TournamentConfig(agents=lineup, num_players=n, matches=cfg.eval_matches, seed=seed,
                           num_rounds=cfg.num_rounds, rules=dict(cfg.rules), workers=1,
                           bootstrap=1000)
+    from dragons_egg.experiments.selfplay import interval
+
     summary = summarize(tc, run_matches(tc, progress=False))
     mine = summary["agents"][me]
-    out = {"mean_score": mine["mean_score"].mean, "score_low": mine["mean_score"].low,
-           "score_high": mine["mean_score"].high, "dragon_rate": mine["dragon_rate"].mean,
-           "egg_rate": mine["egg_rate"].mean, "mean_place": mine["mean_place"].mean}
+    out = {"mean_score": mine["mean_score"].mean}
+    out["score_low"], out["score_high"] = interval(mine["mean_score"])
+    out.update(dragon_rate=mine["dragon_rate"].mean, egg_rate=mine["egg_rate"].mean,
+               mean_place=mine["mean_place"].mean)
     for opp in dict.fromkeys(cfg.eval_opponents):
         d = summary["differences"][f"{me} - {opp}"]
         out[f"diff_{opp}"] = d.mean
-        out[f"diff_{opp}_low"] = d.low
-        out[f"diff_{opp}_high"] = d.high
+        out[f"diff_{opp}_low"], out[f"diff_{opp}_high"] = interval(d)
     return out
 
 
@@ -308,6 +388,10 @@ class SelfPlayCallback:
         self.model = model  # init_callback sets the same model again
         self.snapshots = snapshots
         self.history = history
+        #: When the run started and each resume, with the settings it changed.
+        self.config_history: list[dict[str, Any]] = []
+        #: What :func:`announce_budget` said of the run's timesteps.
+        self.budget: dict[str, Any] | None = None
         now = model.num_timesteps
         self.marks = {"snap": _next(now, cfg.snapshot_every),
                       "eval": _next(now, cfg.eval_every),
@@ -349,11 +433,17 @@ class SelfPlayCallback:
     def save_checkpoint(self, name: str) -> Path:
         """``checkpoints/<name>.zip`` and a ``.json`` beside it with the step count, the pool's
         snapshots, the evaluation history and the config; returns the ``.zip`` path."""
+        from dragons_egg.experiments.selfplay import json_ready
+
         path = self.run_dir / "checkpoints" / f"{name}.zip"
         self.model.save(str(path))
-        path.with_suffix(".json").write_text(json.dumps(
-            {"num_timesteps": self.model.num_timesteps, "snapshots": self.snapshots,
-             "history": self.history, "config": dataclasses.asdict(self.cfg)}, indent=1))
+        t = self.model.num_timesteps
+        budget = None if self.budget is None else {
+            **self.budget, "trained": t, "overshoot": max(t - self.cfg.total_timesteps, 0)}
+        path.with_suffix(".json").write_text(json.dumps(json_ready(
+            {"num_timesteps": t, "snapshots": self.snapshots, "history": self.history,
+             "config": dataclasses.asdict(self.cfg), "config_history": self.config_history,
+             "budget": budget}), indent=1))
         return path
 
     def run_eval(self) -> None:
@@ -366,13 +456,15 @@ class SelfPlayCallback:
         res["timesteps"] = model.num_timesteps
         res["seconds"] = round(time.time() - self.start, 1)
         self.history.append(res)
+        from dragons_egg.experiments.selfplay import format_estimate
+
         for k, v in res.items():
-            if k != "timesteps":
+            if k != "timesteps" and v == v:  # not NaN: an interval left out
                 model.logger.record(f"eval/{k}", v)
         model.logger.dump(model.num_timesteps)
         _append_csv(self.run_dir / "eval.csv", res)
-        print(f"[eval @ {model.num_timesteps} steps] mean match score {res['mean_score']:+.3f} "
-              f"[{res['score_low']:+.3f}, {res['score_high']:+.3f}]  Dragon "
+        print(f"[eval @ {model.num_timesteps} steps] mean match score "
+              f"{format_estimate(res, 'mean_score')}  Dragon "
               f"{res['dragon_rate']:.2f}  Egg {res['egg_rate']:.2f}", file=sys.stderr,
               flush=True)
 
@@ -387,22 +479,41 @@ def _with_base_callback(cls: type) -> type:
 
 
 def _append_csv(path: Path, row: dict[str, Any]) -> None:
-    """Append ``row`` to a CSV file, with a header line first when the file is new or empty."""
-    new = not path.exists() or path.stat().st_size == 0
-    with open(path, "a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(row))
-        if new:
-            w.writeheader()
-        w.writerow(row)
+    """Append ``row`` to a CSV file, with a header line first when the file is new or empty
+    (the self-play trainer's writer: NaN as an empty cell, new columns rewrite the file)."""
+    from dragons_egg.experiments.selfplay import _append_csv as append
+
+    append(path, row)
 
 
 def _prepare_run_dir(cfg: TrainConfig) -> Path:
-    """The run folder with its ``checkpoints`` and ``snapshots``, and ``config.json``."""
+    """The run folder with its ``checkpoints`` and ``snapshots`` (``config.json`` is written
+    by :func:`dragons_egg.experiments.cli_args.write_run_config`)."""
     run = cfg.run_dir
     (run / "checkpoints").mkdir(parents=True, exist_ok=True)
     (run / "snapshots").mkdir(exist_ok=True)
-    (run / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
     return run
+
+
+def sample_budget(cfg: TrainConfig, now: int) -> dict[str, Any]:
+    """How far the run will go from ``now`` timesteps: SB3 collects whole rollouts of
+    ``n_steps x n_envs`` steps until it reaches ``total_timesteps``."""
+    per = cfg.n_steps * cfg.n_envs
+    will = now + -(-max(cfg.total_timesteps - now, 0) // per) * per
+    return {"asked": cfg.total_timesteps, "rollout_steps": per, "will_train": will,
+            "overshoot": max(will - cfg.total_timesteps, 0)}
+
+
+def announce_budget(cfg: TrainConfig, now: int) -> dict[str, Any]:
+    """Print one line when the run will go past ``total_timesteps`` (not a multiple of the
+    rollout size), saying by how much; returns :func:`sample_budget`."""
+    b = sample_budget(cfg, now)
+    if now < cfg.total_timesteps and b["overshoot"]:
+        print(f"total_timesteps {b['asked']:,} is not a multiple of the rollout size "
+              f"{b['rollout_steps']:,} (n_steps x n_envs): asked {b['asked']:,}, will train "
+              f"{b['will_train']:,}, overshoot {b['overshoot']:,}", file=sys.stderr,
+              flush=True)
+    return b
 
 
 def _resumed_pool(resume: str) -> tuple[list[str], list[dict[str, Any]]]:
@@ -417,7 +528,9 @@ def _resumed_pool(resume: str) -> tuple[list[str], list[dict[str, Any]]]:
         raise ValueError(str(exc)) from None
     meta = _checkpoint_meta(rp)
     snapshots = [s for s in meta.get("snapshots", []) if Path(s).is_file()]
-    return snapshots, meta.get("history", [])
+    history = [{k: float("nan") if v is None else v for k, v in h.items()}  # JSON null: NaN
+               for h in meta.get("history", [])]
+    return snapshots, history
 
 
 def _make_model(cfg: TrainConfig, venv: Any, resume: str | None) -> Any:
@@ -446,12 +559,26 @@ def train(cfg: TrainConfig, resume: str | None = None) -> Path:
     torch.set_num_threads(cfg.torch_threads)
     run = _prepare_run_dir(cfg)
     snapshots, history = _resumed_pool(resume) if resume else ([], [])
+    meta = _checkpoint_meta(Path(resume)) if resume else {}
+    # checkpoints from before the config history have none
+    config_history = (list(meta.get("config_history", [])) if resume
+                      else [start_entry("timesteps")])
     vec_cls = SubprocVecEnv if cfg.vec_env == "subproc" else DummyVecEnv
     venv = vec_cls([make_env_fn(cfg, i) for i in range(cfg.n_envs)])
     venv.env_method("set_pool", *_pool(cfg, snapshots))
     model = _make_model(cfg, venv, resume)
     model.set_logger(configure(str(run), ["csv", "tensorboard"]))
+    if resume:
+        from dragons_egg.experiments.selfplay import restore_eval_csv
+
+        config_history.append(resume_entry(
+            model.num_timesteps, resume, config_changes(saved_config(meta, resume), cfg),
+            unit="timesteps"))
+        restore_eval_csv(run / "eval.csv", history, model.num_timesteps, key="timesteps")
+    write_run_config(run, cfg, config_history)
     tasks = SelfPlayCallback.create(cfg, model, snapshots, history)
+    tasks.config_history = config_history
+    tasks.budget = announce_budget(cfg, model.num_timesteps)
     remaining = cfg.total_timesteps - model.num_timesteps
     if remaining > 0:
         model.learn(remaining, callback=tasks, reset_num_timesteps=not resume,
@@ -494,12 +621,11 @@ def plot_learning_curve(history: list[dict[str, Any]], path: Path, cfg: TrainCon
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    require_cli(parser.prog, "train")
     try:
         cfg = config_from_args(args)
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
-    if args.resume and not Path(args.resume).is_file():
-        parser.error(f"--resume: checkpoint {args.resume} does not exist")
     try:
         train(cfg, resume=args.resume)
     except ValueError as exc:

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from dragons_egg.experiments.cli_args import int_range
+from dragons_egg_env.extras import require_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,13 +71,10 @@ def ray_init_kwargs(address: str | None, num_cpus: int | None = None) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        import ray
+    require_cli(parser.prog, "rllib")
+    import ray
 
-        from dragons_egg.experiments.rllib import MAIN, ppo_config
-    except ImportError as exc:
-        parser.exit(2, f"{parser.prog}: error: needs the rllib extra "
-                       f"(pip install 'dragons-egg[rllib]'): {exc}\n")
+    from dragons_egg.experiments.rllib import MAIN, ppo_config
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     env_config = {"num_players": args.players, "num_rounds": args.rounds}

@@ -48,6 +48,7 @@ from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, PASS
 from dragons_egg_env.cards import BEAST, CARD_CODES, EGG, NUM_CARDS, NUM_NUMBERS, SUITS, codes
 from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.engine import Phase
+from dragons_egg_env.extras import require_cli
 from dragons_egg_env.observation import OBS_PHASES, layout
 
 from .tournament import _bootstrap, _derive, deal_sequence
@@ -306,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
                    f"(default all: {','.join(TRIBUTE_POLICIES)})")
     p.add_argument("--out", default="runs/tribute")
     args = p.parse_args(argv)
+    require_cli(p.prog, "experiments")  # progress bar and heatmaps
     try:
         policies = check_policies([t.strip() for t in args.policies.split(",") if t.strip()])
     except ValueError as exc:

@@ -46,8 +46,7 @@ will take is kept back, :func:`fit_reserve`) or after ``chunks`` batches of stat
 number of chunks (and the same workers) it is reproducible bit for bit.
 
 ``python -m dragons_egg.experiments.tribute_fit --policy runs/ppo-shipped/final.npz --out
-runs/tribute-fit
-[--max-seconds 10800] [--chunks N] [--workers 2]``
+runs/tribute-fit [--max-seconds 10800] [--chunks N] [--workers 2]``
 """
 
 from __future__ import annotations
@@ -73,6 +72,7 @@ from dragons_egg.experiments.selfplay import tribute_rows
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
 from dragons_egg_env.cards import EGG, NUM_NUMBERS
 from dragons_egg_env.config import TABLE_SIZES, RulesConfig
+from dragons_egg_env.extras import require_cli
 
 PLAY_POLICIES = ("self", "heuristic")
 PHASES = ("ask", "give")
@@ -731,8 +731,9 @@ def report(info: dict[str, Any]) -> str:
 def parse_args(argv: list[str] | None = None) -> tuple[TributeFitConfig, str | None]:
     """The config from ``--config FILE`` (JSON) and flags, and ``--data``."""
     return config_cli(TributeFitConfig, argv, config_from_dict, "--data",
-                      "Counterfactual tribute fit of a policy file. Also: --config FILE.json "
-                      "(settings), --data DATA.npz (refit gathered states).")
+                      "Counterfactual tribute fit of a policy file.",
+                      extra_help="refit the states gathered before (data.npz of an earlier "
+                      "fit) instead of gathering", extra_metavar="DATA.npz")
 
 
 def config_from_dict(data: dict[str, Any]) -> TributeFitConfig:
@@ -745,6 +746,8 @@ def config_from_dict(data: dict[str, Any]) -> TributeFitConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # before parsing: tyro parses (train), the batched engine gathers (vector), tqdm and plots
+    require_cli("python -m dragons_egg.experiments.tribute_fit", "train")
     cfg, data = parse_args(argv)
     if not cfg.command:
         cfg.command = "python -m dragons_egg.experiments.tribute_fit " + " ".join(

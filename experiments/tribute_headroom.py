@@ -1,9 +1,8 @@
 """How far past the heuristic's tribute can a tribute get with what the Dragon knows?
 
 The tribute fit (:mod:`dragons_egg.experiments.tribute_fit`) saves, for every tribute state it
-gathered,
-the exact value ``Q(s, a)`` of every choice on that deal (``data.npz``). This module asks of
-those values how much room the heuristic's rules H8/H9 leave, by cross-validation:
+gathered, the exact value ``Q(s, a)`` of every choice on that deal (``data.npz``). This module asks
+of those values how much room the heuristic's rules H8/H9 leave, by cross-validation:
 
 1. Every legal choice of every state becomes a row: its class (one number, the dragon cards,
    the Egg or the pass; suits cannot change the game, R7), its gain ``Q(s, a) - Q(s, h)`` over
@@ -26,8 +25,7 @@ those values how much room the heuristic's rules H8/H9 leave, by cross-validatio
    ``position`` and ``robust``), fitted on every state, as the Dragon's
    give-back with the heuristic's asks (:class:`TableTribute`) in the tribute analysis
    (:mod:`dragons_egg.experiments.tribute_analysis`: fresh duplicate deal sequences, each play
-   policy of
-   ``--validate-play``) against the heuristic's tribute: what the cross-validated gain is
+   policy of ``--validate-play``) against the heuristic's tribute: what the cross-validated gain is
    worth in play.
 5. ``--export-policy BASE.npz`` writes ``OUT/policy.npz``: the base policy (the one the data
    was gathered with) whose give-back at ``--players`` seats is the pooled table over card
@@ -70,6 +68,7 @@ from dragons_egg.experiments.tribute_fit import (
 )
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
 from dragons_egg_env.cards import NUM_NUMBERS
+from dragons_egg_env.extras import require_cli
 from dragons_egg_env.observation import players_for_size
 
 #: Feature sets of the table policies, per tribute phase (the columns of :func:`rows`).
@@ -456,7 +455,8 @@ def plot(s: dict[str, Any], path: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="Cross-validated room past the heuristic's "
+    p = argparse.ArgumentParser(prog="python -m dragons_egg.experiments.tribute_headroom",
+                                description="Cross-validated room past the heuristic's "
                                 "tribute, from a tribute-fit data file.")
     p.add_argument("--data", required=True,
                    help="data.npz written by dragons_egg.experiments.tribute_fit")
@@ -486,6 +486,7 @@ def main(argv: list[str] | None = None) -> int:
                    "at --players seats only")
     p.add_argument("--out", default="runs/tribute-headroom")
     args = p.parse_args(argv)
+    require_cli(p.prog, "experiments")  # the plot (and the validation's progress bar)
     if not args.shrink >= 0:
         p.error(f"--shrink must be 0 or more, not {args.shrink}")
     play = tuple(x.strip() for x in args.validate_play.split(",") if x.strip())

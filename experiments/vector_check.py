@@ -2,20 +2,18 @@
 rules engine (``dragons_egg_env.engine``), and its speed.
 
 ``python -m dragons_egg.experiments.vector_check --matches 100000 --seed 0 --batch 256`` plays
-matches over
-every table size 2..8 and random rule flags (every flag, with both or several values), one
-random configuration per group of ``--batch`` matches. The scalar engine is fed the batched
-engine's deals and the same random actions, and every step compares the legal mask, the
-observation of the seat to act (float32 bits), the acting seat, the rewards, the round results
-and the final scores; samples of steps also compare the observations of other seats, the full
-state encoding, ``to_state`` field by field, and replay exports played back by
-``replay.replay``. It prints progress lines and the figures, and exits 1 on any difference.
+matches over every table size 2..8 and random rule flags (every flag, with both or several values),
+one random configuration per group of ``--batch`` matches. The scalar engine is fed the batched
+engine's deals and the same random actions, and every step compares the legal mask, the observation
+of the seat to act (float32 bits), the acting seat, the rewards, the round results and the final
+scores; samples of steps also compare the observations of other seats, the full state encoding,
+``to_state`` field by field, and replay exports played back by ``replay.replay``. It prints progress
+lines and the figures, and exits 1 on any difference.
 
 ``python -m dragons_egg.experiments.vector_check --speed`` measures instead, on one core: random
-play
-through ``dragons_egg_v0.raw_env()`` (the benchmark's AEC loop) and through
-``VectorEngine.random_steps`` at ``--speed-batch`` matches (4 players, observations and masks
-every step), interleaved, plus the memory per match.
+play through ``dragons_egg_v0.raw_env()`` (the benchmark's AEC loop) and through
+``VectorEngine.random_steps`` at ``--speed-batch`` matches (4 players, observations and masks every
+step), interleaved, plus the memory per match.
 """
 
 from __future__ import annotations
@@ -35,9 +33,9 @@ from dragons_egg_env import engine as E
 from dragons_egg_env.actions import GIVE_BASE, NUM_ACTIONS
 from dragons_egg_env.cards import EGG
 from dragons_egg_env.config import RulesConfig
+from dragons_egg_env.extras import require_cli
 from dragons_egg_env.observation import Encoder
 from dragons_egg_env.replay import ReplayError, replay
-from dragons_egg_env.vector import VectorEngine
 
 #: What a difference can be in; the counters of the report.
 KINDS = ("mask", "obs", "seat", "rewards", "round_result", "scores", "other_seat_obs",
@@ -103,6 +101,8 @@ class Checker:
         self.fig = figures
         self.rng = np.random.default_rng(seed)
         self.sample = sample
+        from dragons_egg_env.vector import VectorEngine  # numba: the vector extra
+
         self.eng = VectorEngine(batch, config, max_players=max_players, seed=seed,
                                 copy=False)
         self.enc = Encoder(self.n, max_players, config.num_rounds)
@@ -299,6 +299,7 @@ def speed(seconds: float, batch: int, players: int, seed: int, rounds: int = 3) 
     slices each; plus bytes per match."""
     from dragons_egg.experiments.bench import AECLoop
     from dragons_egg_env import dragons_egg_v0
+    from dragons_egg_env.vector import VectorEngine
 
     aec = AECLoop(lambda: dragons_egg_v0.raw_env(num_players=players), seed)
     eng = VectorEngine(batch, num_players=players, seed=seed, copy=False, record=False)
@@ -340,7 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    require_cli(parser.prog, "vector")  # the batched engine: before any match
     if args.speed:
         res = speed(args.seconds, args.speed_batch, args.players or 4, args.seed)
         for name, r in res["rates"].items():

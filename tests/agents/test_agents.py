@@ -22,7 +22,7 @@ from dragons_egg_env import dragons_egg_v0
 from dragons_egg_env import engine as E
 from dragons_egg_env.cards import ALL_CARDS, EGG_BIT, iter_cards, mask_of
 from dragons_egg_env.config import RulesConfig
-from dragons_egg_env.observation import Encoder, decode
+from dragons_egg_env.observation import Encoder, decode_observation
 
 
 def test_registry_names_and_specs():
@@ -34,7 +34,7 @@ def test_registry_names_and_specs():
 
 @pytest.mark.parametrize("spec,needle", [
     ("alphazero", "unknown agent 'alphazero'; available: greedy, heuristic, ismcts, net, ppo, "
-                  "random, rllib \\(or MODULE:CLASS for an agent class of your own\\)"),
+                  "ppo-0.1, random, rllib \\(or MODULE:CLASS for an agent class of your own\\)"),
     ("ismcts:iters=3", "unknown option 'iters'; options: iterations, time, c, rollout"),
     ("ismcts:iterations=many", "option iterations expects int"),
     ("ismcts:iterations", "must be key=value"),
@@ -284,7 +284,7 @@ def test_sampled_world_is_consistent_with_what_the_player_knows(n, flags, seeds)
     checked = 0
     for env, _agent, obs in _random_states(n, 3, range(seeds), flags):
         cfg = env.config
-        view = decode(obs["observation"], n, cfg.num_rounds)
+        view = decode_observation(obs["observation"], num_rounds=cfg.num_rounds)
         world = sample_world(view, cfg, rng)
         # The player's own observation and legal moves are the same in the sampled world.
         enc = Encoder(n, n, cfg.num_rounds)
@@ -312,9 +312,9 @@ def test_sampler_never_uses_a_hidden_cards_true_location():
     s = env.engine_state
     me = s.current
     name = env.possible_agents[me]
-    view = decode(env.observe(name)["observation"], n, 1)
+    view = decode_observation(env.observe(name)["observation"], num_rounds=1)
     env._s = shuffled_hidden(s, me, random.Random(1))
-    view2 = decode(env.observe(name)["observation"], n, 1)
+    view2 = decode_observation(env.observe(name)["observation"], num_rounds=1)
     env._s = s
     a = sample_world(view, env.config, random.Random(42))
     b = sample_world(view2, env.config, random.Random(42))

@@ -34,7 +34,7 @@ from dragons_egg_env import dragons_egg_v0
 from dragons_egg_env import engine as E
 from dragons_egg_env.cards import ALL_CARDS, mask_of
 from dragons_egg_env.config import MAX_PLAYERS, TABLE_SIZES, RulesConfig
-from dragons_egg_env.observation import Encoder, decode, mask_array
+from dragons_egg_env.observation import Encoder, decode_observation, mask_array
 
 # Rule flags varied over the random matches (every flag the rules read).
 FLAG_SETS = (
@@ -111,7 +111,7 @@ def test_contexts_from_the_observation_and_from_the_state_are_equal():
     checked = 0
     for env, _agent, obs in _decision_points(matches_per_size=1):
         cfg = env.config
-        view = decode(obs["observation"], env.max_players, cfg.num_rounds)
+        view = decode_observation(obs["observation"], num_rounds=cfg.num_rounds)
         a = context_from_view(view, mask_to_int(obs["action_mask"]))
         b = context_from_state(env.engine_state)
         assert repr(a) == repr(b)

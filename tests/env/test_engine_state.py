@@ -25,7 +25,7 @@ from dragons_egg_env.cards import (
     TEN_OF_FIRE,
 )
 from dragons_egg_env.config import MAX_ASKS, TABLE_SIZES, RulesConfig
-from dragons_egg_env.observation import Encoder, decode
+from dragons_egg_env.observation import Encoder, decode_observation
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ASK_CHOICES = (0, 1, 2, 5, MAX_ASKS)
@@ -456,7 +456,7 @@ def _views(num_matches: int, seed: int):
             if s.phase > E.GIVE or rng.random() < 0.6:
                 continue
             me = s.current
-            yield decode(enc.encode(s, me), n, config.num_rounds), config, s, me
+            yield decode_observation(enc.encode(s, me), num_rounds=config.num_rounds), config, s, me
 
 
 def test_sampled_worlds_pass_check_state_and_keep_the_observers_view():
@@ -493,7 +493,7 @@ def test_sampler_knows_the_round_one_opener_holds_the_ten_of_fire():
     for me in range(5):
         if me == s.current:
             continue
-        view = decode(enc.encode(s, me), 5, s.config.num_rounds)
+        view = decode_observation(enc.encode(s, me), num_rounds=s.config.num_rounds)
         for _ in range(20):
             world = sample_world(view, s.config, rng)
             assert world.owner[TEN_OF_FIRE] == (s.current - me) % 5 == world.current
@@ -511,7 +511,7 @@ def test_sampler_knows_a_dragon_that_passed_the_opening_holds_no_numbered_card()
                           scores=[1.0, -1 / 3, 1 / 3, -1.0])
     assert E.legal_actions(s) == [PASS]
     E.step(s, PASS)  # the lead moves to seat 1, nothing played yet
-    view = decode(Encoder(n, n, 2).encode(s, 1), n, 2)
+    view = decode_observation(Encoder(n, n, 2).encode(s, 1), num_rounds=2)
     rng = random.Random(1)
     for _ in range(50):
         world = sample_world(view, config, rng)  # checked: consistent with R6
@@ -525,7 +525,8 @@ def test_sampler_cannot_build_the_tribute_for_a_player_outside_it():
     which in the tribute is the Dragon)."""
     s = find_state(lambda s: s.phase == E.ASK, num_players=3)
     me = next(q for q in range(3) if q not in (s.dragon, s.victim))
-    view = decode(Encoder(3, 3, s.config.num_rounds).encode(s, me), 3, s.config.num_rounds)
+    view = decode_observation(Encoder(3, 3, s.config.num_rounds).encode(s, me),
+                              num_rounds=s.config.num_rounds)
     with pytest.raises(SamplingError, match=r"asks made .* do not add up"):
         sample_world(view, s.config, random.Random(0))
 

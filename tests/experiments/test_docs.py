@@ -42,6 +42,52 @@ def test_generated_file_in_sync(name, make):
         f"{path} is stale: run python -m dragons_egg.experiments.docs"
 
 
+def test_rule_flags_module_in_sync():
+    path = docs.default_src_dir() / docs.RULE_FLAGS_MODULE
+    assert path.read_text(encoding="utf-8") == docs.rule_flags_source(), \
+        f"{path} is stale: run python -m dragons_egg.experiments.docs"
+
+
+def test_rule_flags_module_matches_rules_config():
+    """The generated TypedDict has every RulesConfig field, in order, with its type (a Literal
+    of the choices for a string flag) and, in the comment above it, its rule and default."""
+    from dragons_egg_env._rule_flags import RuleFlags
+
+    hints = typing.get_type_hints(RuleFlags)
+    assert list(hints) == list(FIELDS) and RuleFlags.__required_keys__ == frozenset()
+    field_types = typing.get_type_hints(RulesConfig)
+    source = docs.rule_flags_source()
+    for f in dataclasses.fields(RulesConfig):
+        info = RulesConfig.flag_info(f.name)
+        if info["kind"] == "str":
+            assert hints[f.name] == typing.Literal[info["choices"]], f.name
+            assert f.default in typing.get_args(hints[f.name])
+        else:
+            assert hints[f.name] is field_types[f.name], f.name
+        default = f'"{f.default}"' if isinstance(f.default, str) else repr(f.default)
+        block = source[:source.index(f"    {f.name}: ")].rsplit("\n\n", 1)[1]
+        assert block.startswith(f"    #: {info['rule']}: ") and f"Default {default}" in \
+            " ".join(line.removeprefix("    #: ") for line in block.splitlines()), f.name
+
+
+def test_rule_flags_module_is_regenerated(tmp_path):
+    docs_dir, src = tmp_path / "docs", tmp_path / "src"
+    docs.write(docs_dir, src)
+    module = src / docs.RULE_FLAGS_MODULE
+    assert module.read_text(encoding="utf-8") == docs.rule_flags_source()
+    module.write_text("old\n", encoding="utf-8")
+    assert docs.stale_files(docs_dir, src) == [module]
+    assert docs.write(docs_dir, src) == [module]
+    assert docs.stale_files(docs_dir, src) == []
+
+
+def test_annotation_source():
+    assert docs.annotation_source(int) == "int"
+    assert docs.annotation_source(typing.Literal["a", "b"]) == 'Literal["a", "b"]'
+    with pytest.raises(ValueError):
+        docs.annotation_source(list[int])
+
+
 def test_rules_flags_block_in_sync(rules_text):
     assert rules_text.count(docs.FLAGS_START) == 1 and rules_text.count(docs.FLAGS_END) == 1
     assert docs.rules_flags_block() in rules_text, \

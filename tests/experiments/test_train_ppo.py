@@ -46,6 +46,57 @@ def test_resume_continues_from_a_checkpoint(tiny_run, tmp_path):
     assert meta["history"][0]["timesteps"] <= 512  # the earlier evaluations carried over
 
 
+def test_resume_alone_continues_the_run_in_its_folder_with_its_settings(
+        tiny_run, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    run = tmp_path / "copy" / "tiny"
+    shutil.copytree(tiny_run, run)
+    saved = json.loads((run / "config.json").read_text())
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    ckpt = str(run / "checkpoints" / "step_256.zip")
+    capsys.readouterr()
+    assert main(["--resume", ckpt, "--total-timesteps", "700"]) == 0
+    assert list(cwd.iterdir()) == []  # not runs/ppo-seed0/ with the defaults
+    err = capsys.readouterr().err
+    assert "total_timesteps: 512 -> 700" in err
+    assert "asked 700, will train 768, overshoot 68" in err  # rollouts of 128 x 2 steps
+    cfg = json.loads((run / "config.json").read_text())
+    assert cfg == {**saved, "total_timesteps": 700, "out_dir": str(run.parent.resolve())}
+    assert cfg["eval_matches"] == 4 and cfg["checkpoint_every"] == 256  # not 40 and 50,000
+    history = json.loads((run / "config_history.json").read_text())
+    assert [h["event"] for h in history] == ["start", "resume"]
+    assert history[1]["timesteps"] == 256
+    assert history[1]["changes"]["total_timesteps"] == [512, 700]
+    # eval.csv continues the checkpoint's evaluations; the later one of the first run is aside
+    from dragons_egg.experiments.selfplay import read_eval_csv
+
+    assert [r["timesteps"] for r in read_eval_csv(run / "eval.csv")] == [256, 512, 768]
+    aside = read_eval_csv(run / "eval-before-resume-256.csv")
+    assert [r["timesteps"] for r in aside] == [256, 512]
+    meta = json.loads((run / "checkpoints" / "final.json").read_text())
+    assert meta["budget"] == {"asked": 700, "rollout_steps": 256, "will_train": 768,
+                              "overshoot": 68, "trained": 768}
+    assert meta["num_timesteps"] == 768 and len(meta["config_history"]) == 2
+    # 4 matches at 4 players: one deal sequence, no interval (the tournament's rule)
+    assert all(r["score_low"] is None and r["diff_heuristic_high"] is None
+               for r in meta["history"])
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--learning-rate", "0.1"], "--learning-rate cannot change on resume"),
+    (["--net-arch", "8"], "--net-arch cannot change on resume"),
+    (["--table-sizes", "2,3"], "cannot change the largest table size"),
+])
+def test_resume_refuses_what_the_checkpoint_keeps(tiny_run, argv, needle, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--resume", str(tiny_run / "checkpoints" / "step_256.zip")] + argv)
+    assert exc.value.code == 2
+    assert needle in capsys.readouterr().err
+
+
 def test_ppo_agent_plays_legal_moves_at_any_table_size(tiny_run):
     from dragons_egg.agents import make_agent
     from dragons_egg.agents.runner import play_match
@@ -72,7 +123,8 @@ def test_ppo_agent_plays_legal_moves_at_any_table_size(tiny_run):
     (["--rules", "[1]"], "expects a JSON object"),
     (["--rules", '{"colour": 1}'], "unknown rule flag"),
     (["--resume", "/nonexistent/ckpt.zip"], "does not exist"),
-    (["--config", "/nonexistent.json"], "cannot read config file"),
+    (["--config", "/nonexistent.json"], "--config /nonexistent.json: no such file, and not the "
+                                        "name of a packaged config (packaged: shipped)"),
 ])
 def test_bad_arguments(argv, needle, capsys):
     with pytest.raises(SystemExit) as exc:
