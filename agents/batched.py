@@ -2,7 +2,7 @@
 
 ``dragons_egg_env.vector_env.SingleAgentVectorEnv`` takes batched policies as opponents.
 :class:`AgentPolicy` turns an existing agent (a spec such as ``"heuristic"``,
-``"ismcts:iterations=50"``, ``"ppo:path=snap.zip"``, an :class:`dragons_egg.agents.AgentSpec`, or
+``"ismcts:iterations=50"``, ``"ppo:path=snap.npz"``, an :class:`dragons_egg.agents.AgentSpec`, or
 any factory ``seed -> agent``) into one: it keeps one agent object per (match, seat) it plays, tells
 it ``start_match`` at every new match and ``end_round`` at every round end, and calls ``agent.act``
 row by row.

@@ -16,6 +16,18 @@ with), ``obs_size``, ``num_actions``, ``hidden`` and ``activation``, and whateve
 trainer records. Loading needs numpy only (no torch); playing one observation costs a few tens of
 microseconds.
 
+A policy file holds numbers only, so it is safe to take from others: it is read with
+``allow_pickle=False`` (no Python object is ever unpickled), only the members above are accepted,
+and every member's ``.npy`` header (shape and dtype) is checked before any array is read: against
+the others (the layer sizes must chain from ``layout(max_players).size`` observations to
+``NUM_ACTIONS`` logits), against the member's size in the zip, and against
+:data:`MAX_POLICY_BYTES`, so an oversized or mismatched member is refused, not allocated. Files
+written after 0.3.0 record ``digest`` in ``meta``: the sha256 of the arrays and of the rest of
+``meta`` (:func:`policy_digest`), checked on load, so a damaged or altered array is refused;
+files written before have none and load unchecked (the zip's CRC-32 of each member is still
+checked). Weights that are not finite (NaN, infinity) are refused, when a file is written and
+when it is read. Every refusal is a :class:`PolicyFileError` naming the file.
+
 :class:`NetAgent` plays such a file at any table size up to its ``max_players`` (observations
 of smaller tables are padded with :func:`dragons_egg_env.observation.pad`), taking the most
 likely legal action (``deterministic=True``, the default) or sampling from the masked policy.
@@ -23,10 +35,14 @@ likely legal action (``deterministic=True``, the default) or sampling from the m
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import re
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -65,6 +81,14 @@ SIZED_TRIBUTE_FEATURES = len(TABLE_SIZES) * TRIBUTE_FEATURES
 #: Rows of ``pi_counts`` in each file version that has it.
 PI_COUNTS_ROWS = {2: COUNT_FEATURES, 3: TRIBUTE_FEATURES, 4: SIZED_TRIBUTE_FEATURES}
 ACTIVATIONS = ("tanh", "relu")
+#: The most bytes the arrays of a policy file may hold in all (declared by their ``.npy``
+#: headers, checked before any is read): 64 times the shipped policy's ~1.7 MB, far beyond any
+#: network these trainers make, and far below what a crafted file could ask for.
+MAX_POLICY_BYTES = 256 * 2**20
+#: The most bytes of the ``meta`` record (JSON: the settings and provenance of the run).
+MAX_META_BYTES = 16 * 2**20
+#: The arrays a policy file may hold (``meta`` and the weights; see the module docstring).
+MEMBER_NAMES = re.compile(r"(meta|[wb]\d+|pi_w|pi_b|v_w|v_b|pi_counts|pi_gate)\.npy")
 
 #: Weights, biases and features: float32 arrays.
 FloatArray = npt.NDArray[np.float32]
@@ -263,7 +287,14 @@ class NetPolicy:
                 raise ValueError(f"pi_gate has shape {self.pi_gate.shape}; a policy file holds "
                                  f"({len(TABLE_SIZES)}, {NUM_ACTIONS})")
             arrays["pi_gate"] = self.pi_gate
-        meta = {**self.meta, "format": POLICY_FORMAT, "version": version}
+        for name, a in arrays.items():
+            if not np.isfinite(a).all():
+                raise ValueError(f"refusing to write policy file {path}: its array {name} "
+                                 "holds values that are not finite (NaN or infinity)")
+        meta = {k: v for k, v in self.meta.items() if k != "digest"}
+        # as the file will hold it (JSON: tuples as lists), so that the digest reads back
+        meta = json.loads(json.dumps({**meta, "format": POLICY_FORMAT, "version": version}))
+        meta["digest"] = policy_digest(arrays, meta)
         arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as f:
@@ -273,67 +304,194 @@ class NetPolicy:
         return path
 
 
+def policy_digest(arrays: Mapping[str, npt.NDArray[Any]], meta: Mapping[str, Any]) -> str:
+    """``"sha256:<hex>"`` of a policy's weight arrays (each by name, dtype, shape and bytes, in
+    name order) and of its ``meta`` record without ``digest`` (canonical JSON): what a policy
+    file records in ``meta["digest"]`` and what loading checks."""
+    h = hashlib.sha256()
+    rest = {k: v for k, v in meta.items() if k != "digest"}
+    h.update(json.dumps(rest, sort_keys=True).encode())
+    for name in sorted(arrays):
+        if name == "meta":
+            continue
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"\0{name}\0{a.dtype.str}\0{a.shape}\0".encode())
+        h.update(a.tobytes())
+    return f"sha256:{h.hexdigest()}"
+
+
+#: What a ``.npy`` header declares: the shape and the dtype.
+Header = tuple[tuple[int, ...], np.dtype[Any]]
+
+
+def _read_header(p: Path, name: str, f: IO[bytes]) -> Header:
+    """The shape and dtype a member's ``.npy`` header declares (``f`` is left at the data)."""
+    fmt = np.lib.format
+    version = fmt.read_magic(f)
+    if version == (1, 0):
+        shape, _, dtype = fmt.read_array_header_1_0(f)
+    elif version == (2, 0):
+        shape, _, dtype = fmt.read_array_header_2_0(f)
+    else:
+        raise PolicyFileError(f"policy file {p}: member {name} has .npy format version "
+                              f"{version}, which policy files do not use")
+    if dtype.hasobject or dtype.kind not in "fiub":
+        what = "Python objects (pickled)" if dtype.hasobject else f"dtype {dtype}"
+        raise PolicyFileError(f"policy file {p}: member {name} holds {what}; a policy file "
+                              "holds numbers only")
+    return tuple(int(n) for n in shape), dtype
+
+
+def _headers(p: Path, z: zipfile.ZipFile) -> dict[str, Header]:
+    """Every member's declared shape and dtype, by array name, read from the headers alone;
+    a member that is not a policy array, or whose size in the zip is not what its header
+    declares, is a :class:`PolicyFileError`."""
+    out: dict[str, Header] = {}
+    for info in z.infolist():
+        if not MEMBER_NAMES.fullmatch(info.filename):
+            what = ("a Stable-Baselines3 checkpoint's 'data' entry" if info.filename == "data"
+                    else "no array of a policy file")
+            raise PolicyFileError(f"policy file {p} holds {info.filename!r}, {what}: it is "
+                                  "not a Dragon's Egg policy file")
+        name = info.filename[:-len(".npy")]
+        with z.open(info) as f:
+            shape, dtype = _read_header(p, name, f)
+            data_start = f.tell()
+        declared = math.prod(shape) * dtype.itemsize
+        if data_start + declared != info.file_size:
+            raise PolicyFileError(f"policy file {p}: member {name} declares an array of shape "
+                                  f"{shape} ({dtype}, {declared:,} bytes) but holds "
+                                  f"{info.file_size - data_start:,} bytes")
+        out[name] = shape, dtype
+    return out
+
+
+def _read_member(p: Path, z: zipfile.ZipFile, name: str) -> npt.NDArray[Any]:
+    """One member's array (never unpickled); the zip checks its CRC-32 on the way."""
+    with z.open(name + ".npy") as f:
+        a = np.lib.format.read_array(f, allow_pickle=False)
+        if f.read(1):  # pragma: no cover - _headers checked the size
+            raise PolicyFileError(f"policy file {p}: member {name} is longer than its array")
+    return a
+
+
+def _check_declared(p: Path, headers: Mapping[str, Header], meta: Mapping[str, Any]) -> None:
+    """Check the declared shapes and sizes of the weights before any is read: the layers
+    must chain from the observation size of ``meta``'s ``max_players`` to the actions, and
+    all arrays together may hold at most :data:`MAX_POLICY_BYTES`."""
+    total = sum(math.prod(s) * d.itemsize for k, (s, d) in headers.items() if k != "meta")
+    if total > MAX_POLICY_BYTES:
+        big = max((k for k in headers if k != "meta"),
+                  key=lambda k: math.prod(headers[k][0]) * headers[k][1].itemsize)
+        raise PolicyFileError(f"policy file {p}: its arrays would take {total / 2**20:,.0f} "
+                              f"MiB (the largest, {big}, has shape {headers[big][0]}); a policy "
+                              f"file holds at most {MAX_POLICY_BYTES // 2**20} MiB")
+    shapes = {k: s for k, (s, _) in headers.items()}
+    _check_shapes(p, shapes, meta)
+
+
+def _check_shapes(p: Path, shapes: Mapping[str, tuple[int, ...]],
+                  meta: Mapping[str, Any]) -> None:
+    """The weights' shapes fit observations of ``meta``'s ``max_players`` and the actions
+    (a :class:`PolicyFileError` naming the file otherwise)."""
+    try:
+        m = int(meta["max_players"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PolicyFileError(f"policy file {p} is incomplete: max_players: {exc}") from None
+    depth = sum(1 for k in shapes if k.startswith("w"))
+    names = [f"{x}{i}" for i in range(depth) for x in "wb"] + ["pi_w", "pi_b", "v_w", "v_b"]
+    missing = [k for k in names if k not in shapes]
+    if missing:
+        raise PolicyFileError(f"policy file {p} is incomplete: no {', '.join(missing)}")
+    if m not in TABLE_SIZES or not depth:
+        raise PolicyFileError(f"policy file {p}: bad max_players {m} or no layers")
+    size = layout(m).size
+    prev = size
+    ok = True
+    for i in range(depth):
+        w, b = shapes[f"w{i}"], shapes[f"b{i}"]
+        ok &= len(w) == 2 and w[0] == prev and b == w[1:]
+        prev = w[1] if len(w) == 2 else -1
+    ok &= shapes["pi_w"] == (prev, NUM_ACTIONS) and shapes["pi_b"] == (NUM_ACTIONS,)
+    ok &= shapes["v_w"] == (prev, 1) and shapes["v_b"] == (1,)
+    version = meta.get("version")
+    if "pi_counts" in shapes:
+        if version not in PI_COUNTS_ROWS:
+            raise PolicyFileError(f"policy file {p}: version {version} has no 'pi_counts' "
+                                  "array")
+        ok &= shapes["pi_counts"] == (PI_COUNTS_ROWS[version], NUM_ACTIONS)
+    if "pi_gate" in shapes:
+        if version != 4 or "pi_counts" not in shapes:
+            raise PolicyFileError(f"policy file {p}: only version 4 (with 'pi_counts') has a "
+                                  f"'pi_gate' array")
+        ok &= shapes["pi_gate"] == (len(TABLE_SIZES), NUM_ACTIONS)
+    if not ok:
+        raise PolicyFileError(f"policy file {p}: weight shapes do not fit observations of "
+                              f"{size} values and {NUM_ACTIONS} actions")
+
+
 def load_policy_file(path: str | Path) -> NetPolicy:
-    """Read a policy file; anything wrong with it is a :class:`PolicyFileError` naming it."""
+    """Read a policy file; anything wrong with it is a :class:`PolicyFileError` naming it.
+
+    Nothing is unpickled; every member's header is checked before any array is read
+    (shapes, sizes and dtypes); the digest, where the file records one, and the weights'
+    finiteness are checked after (see the module docstring)."""
     p = Path(path)
     if p.is_dir():
         raise PolicyFileError(f"policy path {p} is a directory, not a .npz policy file")
     if not p.is_file():
         raise PolicyFileError(f"policy file {p} does not exist")
     try:
-        with np.load(p, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
+        with zipfile.ZipFile(p) as z:
+            headers = _headers(p, z)
+            meta = _read_meta(p, z, headers)
+            _check_declared(p, headers, meta)
+            arrays = {k: _read_member(p, z, k) for k in headers if k != "meta"}
+    except PolicyFileError:
+        raise
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise PolicyFileError(f"policy file {p} is not a readable .npz file: {exc}") from None
+    digest = meta.get("digest")
+    if digest is not None and digest != policy_digest(arrays, meta):
+        raise PolicyFileError(f"policy file {p} is damaged or was altered: its arrays do not "
+                              f"match the digest it records ({str(digest)[:19]}...)")
+    for name, a in arrays.items():
+        if a.dtype.kind == "f" and not np.isfinite(a).all():
+            raise PolicyFileError(f"policy file {p}: its array {name} holds values that are "
+                                  "not finite (NaN or infinity); a policy's weights are finite")
+    return _build(p, arrays, meta)
+
+
+def _read_meta(p: Path, z: zipfile.ZipFile, headers: Mapping[str, Header]) -> dict[str, Any]:
+    """The ``meta`` record (checked small and one-dimensional bytes before it is read), with
+    its format and version checked."""
+    if "meta" not in headers:
+        raise PolicyFileError(f"policy file {p} has no valid 'meta' record: no meta.npy")
+    shape, dtype = headers["meta"]
+    if len(shape) != 1 or dtype != np.uint8 or shape[0] > MAX_META_BYTES:
+        raise PolicyFileError(f"policy file {p} has no valid 'meta' record: an array of shape "
+                              f"{shape} ({dtype}), not at most {MAX_META_BYTES:,} bytes of JSON")
     try:
-        meta = json.loads(bytes(arrays.pop("meta")).decode())
-    except (KeyError, ValueError, UnicodeDecodeError) as exc:
+        meta = json.loads(bytes(_read_member(p, z, "meta")).decode())
+    except (ValueError, UnicodeDecodeError) as exc:
         raise PolicyFileError(f"policy file {p} has no valid 'meta' record: {exc}") from None
     if not isinstance(meta, dict) or meta.get("format") != POLICY_FORMAT:
         raise PolicyFileError(f"{p} is not a Dragon's Egg policy file")
     if meta.get("version") not in READ_VERSIONS:
         raise PolicyFileError(f"policy file {p} has version {meta.get('version')!r}; this "
                               f"library reads versions {', '.join(map(str, READ_VERSIONS))}")
-    return _build(p, arrays, meta)
+    return meta
 
 
 def _build(p: Path, arrays: dict[str, npt.NDArray[Any]], meta: dict[str, Any]) -> NetPolicy:
-    try:
-        depth = sum(1 for k in arrays if k.startswith("w"))
-        layers = [(arrays[f"w{i}"].astype(np.float32), arrays[f"b{i}"].astype(np.float32))
-                  for i in range(depth)]
-        pi = (arrays["pi_w"].astype(np.float32), arrays["pi_b"].astype(np.float32))
-        v = (arrays["v_w"].astype(np.float32), arrays["v_b"].astype(np.float32))
-        counts = arrays["pi_counts"].astype(np.float32) if "pi_counts" in arrays else None
-        gate = arrays["pi_gate"].astype(np.float32) if "pi_gate" in arrays else None
-        m = int(meta["max_players"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise PolicyFileError(f"policy file {p} is incomplete: {exc}") from None
+    _check_shapes(p, {k: a.shape for k, a in arrays.items()}, meta)
     if meta.get("activation", "tanh") not in ACTIVATIONS:
         raise PolicyFileError(f"policy file {p}: unknown activation {meta.get('activation')!r}")
-    if m not in TABLE_SIZES or not layers:
-        raise PolicyFileError(f"policy file {p}: bad max_players {m} or no layers")
-    size = layout(m).size
-    shapes_ok = layers[0][0].shape[0] == size and pi[0].shape[1] == NUM_ACTIONS \
-        and v[0].shape[1] == 1
-    prev = size
-    for w, b in layers:
-        shapes_ok &= w.shape[0] == prev and b.shape == (w.shape[1],)
-        prev = w.shape[1]
-    shapes_ok &= pi[0].shape[0] == prev and v[0].shape[0] == prev
-    if counts is not None:
-        if meta.get("version") == 1:
-            raise PolicyFileError(f"policy file {p}: version 1 has no 'pi_counts' array")
-        shapes_ok &= counts.shape == (PI_COUNTS_ROWS[meta["version"]], NUM_ACTIONS)
-    if gate is not None:
-        if meta.get("version") != 4 or counts is None:
-            raise PolicyFileError(f"policy file {p}: only version 4 (with 'pi_counts') has a "
-                                  f"'pi_gate' array")
-        shapes_ok &= gate.shape == (len(TABLE_SIZES), NUM_ACTIONS)
-    if not shapes_ok:
-        raise PolicyFileError(f"policy file {p}: weight shapes do not fit observations of "
-                              f"{size} values and {NUM_ACTIONS} actions")
-    return NetPolicy(layers, pi, v, meta, counts, gate)
+    f32 = {k: a.astype(np.float32) for k, a in arrays.items()}
+    depth = sum(1 for k in f32 if k.startswith("w"))
+    layers = [(f32[f"w{i}"], f32[f"b{i}"]) for i in range(depth)]
+    return NetPolicy(layers, (f32["pi_w"], f32["pi_b"]), (f32["v_w"], f32["v_b"]), meta,
+                     f32.get("pi_counts"), f32.get("pi_gate"))
 
 
 _CACHE: dict[tuple[str, float], NetPolicy] = {}

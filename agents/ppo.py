@@ -13,9 +13,18 @@ size 2..8). ``ppo:path=FILE`` plays any checkpoint of either format:
   (:data:`PREVIOUS`), played by name from any folder as ``ppo-0.1``
   (:class:`PreviousPPOAgent`).
 
-The format is read from the file's contents (a ``.npz`` holds ``meta.npy``, an SB3 zip a
-``data`` entry), not its name. The policy's observation size tells the padding it was trained
-with (``max_players``); observations of smaller tables are padded to it
+What a file is decides how it is read (:func:`checkpoint_format`): a file named ``.npz`` is a
+policy file, read with numpy and never unpickled, whatever it holds (an SB3 zip named ``.npz``
+is refused, never handed to SB3); a file of another name that holds a policy file (``meta.npy``)
+is read the same way; only a ``.zip`` holding an SB3 ``data`` entry is an SB3 checkpoint.
+Loading an SB3 checkpoint runs code stored in it (SB3 unpickles its ``data`` entry with
+cloudpickle), so a path is loaded only with the explicit option ``trust=1``
+(``ppo:path=FILE.zip,trust=1``), for files whose source you trust; without it the spec is a
+one-line error (:class:`UntrustedCheckpointError`) when it is read, before anything is
+unpickled. The one exception is a file whose bytes are the SB3 checkpoint shipped in the package
+(its sha256 is :data:`PREVIOUS_SHA256`, recorded here): ``ppo-0.1``, or the same bytes by path,
+load without the option; a modified copy does not. The policy's observation size tells the
+padding it was trained with (``max_players``); observations of smaller tables are padded to it
 (:func:`dragons_egg_env.observation.pad`). ``deterministic=false`` samples from the policy
 with the agent's own seeded RNG instead of taking the most likely action. Loaded policies are
 cached per process, so a pool of snapshots or a tournament loads each file once.
@@ -31,6 +40,8 @@ a relative path that does not exist but names a shipped file suggests the agent'
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import zipfile
@@ -59,12 +70,28 @@ PREVIOUS = DATA_DIR / "ppo_sb3_0.1.zip"
 SHIPPED_AGENTS = {"ppo": SHIPPED, "ppo-0.1": PREVIOUS}
 #: The modules of the ``train`` extra an SB3 checkpoint needs to be played.
 SB3_MODULES = ("torch", "stable_baselines3", "sb3_contrib")
+#: sha256 of :data:`PREVIOUS`, the SB3 checkpoint shipped in the package: a file with exactly
+#: these bytes is loaded without ``trust=1`` (its code is the package's own).
+PREVIOUS_SHA256 = "2f5735d7702038f1bfa8d9c6e2c9a3f3ebcbb096911c867959f3c97760ae3767"
+#: The sha256 of every SB3 checkpoint the package vouches for.
+TRUSTED_SB3_SHA256 = frozenset({PREVIOUS_SHA256})
+#: The most bytes of an SB3 zip's ``data`` entry (JSON; the shipped one's is 31 kB) read to
+#: check a checkpoint without loading it.
+MAX_SB3_DATA_BYTES = 64 * 2**20
 
-_CACHE: dict[tuple[str, float], MaskablePPO] = {}
+#: Loaded SB3 models (with the sha256 of the bytes they were loaded from), by resolved path,
+#: modification time and size.
+_CACHE: dict[tuple[str, int, int], tuple[str, MaskablePPO]] = {}
+#: sha256 of files, by resolved path, modification time and size.
+_DIGESTS: dict[tuple[str, int, int], str] = {}
 
 
 class CheckpointError(ValueError):
     """A checkpoint that is missing, corrupt or not a Dragon's Egg PPO policy."""
+
+
+class UntrustedCheckpointError(CheckpointError):
+    """An SB3 checkpoint (which runs code when loaded) given without the trust option."""
 
 
 def _torch_threads() -> None:
@@ -105,9 +132,12 @@ def _missing_message(p: Path) -> str:
 
 
 def checkpoint_format(path: str | Path = "") -> Literal["net", "sb3"]:
-    """``"net"`` for a ``.npz`` policy file, ``"sb3"`` for anything else that is a zip (checked
-    further as an SB3 checkpoint); ``""`` is the shipped agent. A :class:`CheckpointError`
-    when the file is missing or not a zip."""
+    """``"net"`` for a policy file: every file named ``.npz`` (read with numpy, never
+    unpickled: an SB3 zip of that name is refused here) and a file of another name that holds
+    a policy's ``meta.npy``; ``"sb3"`` for any other ``.zip`` (checked further as an SB3
+    checkpoint, and loaded only when trusted: :func:`check_trust`); ``""`` is the shipped
+    agent. A :class:`CheckpointError` when the file is missing, not a zip, or
+    neither."""
     p = Path(path) if path else SHIPPED
     _check_file(p)
     try:
@@ -115,7 +145,58 @@ def checkpoint_format(path: str | Path = "") -> Literal["net", "sb3"]:
             names = set(z.namelist())
     except (OSError, zipfile.BadZipFile) as exc:
         raise CheckpointError(f"checkpoint {p} cannot be read: {exc}") from None
-    return "net" if "meta.npy" in names else "sb3"
+    suffix = p.suffix.lower()
+    if suffix == ".npz" and "meta.npy" not in names and "data" in names:
+        raise CheckpointError(f"checkpoint {p} is named .npz (a policy file, which holds numbers "
+                              "only) but holds a Stable-Baselines3 checkpoint, which runs code "
+                              "when loaded: it is not loaded from a .npz name")
+    if suffix == ".npz" or "meta.npy" in names:
+        return "net"
+    if suffix != ".zip":
+        raise CheckpointError(f"checkpoint {p} is neither a policy file (.npz) nor a "
+                              "Stable-Baselines3 checkpoint (.zip)")
+    return "sb3"
+
+
+def file_sha256(path: str | Path) -> str:
+    """The sha256 of a file's bytes (hex), remembered by path, modification time and size."""
+    p = Path(path).resolve()
+    st = p.stat()
+    key = (str(p), st.st_mtime_ns, st.st_size)
+    if key not in _DIGESTS:
+        h = hashlib.sha256()
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        _DIGESTS[key] = h.hexdigest()
+    return _DIGESTS[key]
+
+
+def is_shipped_sb3(path: str | Path) -> bool:
+    """Whether a file's bytes are an SB3 checkpoint shipped in the package (its sha256 is in
+    :data:`TRUSTED_SB3_SHA256`)."""
+    return file_sha256(path) in TRUSTED_SB3_SHA256
+
+
+def untrusted_message(path: str | Path, how: str = "") -> str:
+    """Why an SB3 checkpoint is not loaded without trust (one line); ``how`` says how to
+    give it (default: the agent option ``trust=1``)."""
+    p = Path(path)
+    if p.resolve() == PREVIOUS.resolve():
+        return (f"the package's {p.name} ({p}) does not match the sha256 recorded for it "
+                "(dragons_egg.agents.ppo.PREVIOUS_SHA256): it was altered or damaged, and an "
+                "SB3 checkpoint runs code when loaded; reinstall the package")
+    note = "" if how else " (policy files, .npz, hold numbers only and need no trust)"
+    how = how or f"ppo:path={path},trust=1"
+    return (f"checkpoint {p} is a Stable-Baselines3 zip, and loading one runs code stored in "
+            f"it (pickle): load it only if you trust where it came from, with {how}{note}")
+
+
+def check_trust(path: str | Path, trust: bool = False, how: str = "") -> None:
+    """Raise :class:`UntrustedCheckpointError` unless ``trust`` is given or the file is the
+    package's own SB3 checkpoint (:func:`is_shipped_sb3`)."""
+    if not trust and not is_shipped_sb3(path):
+        raise UntrustedCheckpointError(untrusted_message(path, how))
 
 
 def _net_policy(p: Path) -> NetPolicy:
@@ -132,10 +213,15 @@ def _observation_size(p: Path) -> int:
     torch; a :class:`CheckpointError` when the entry is missing or unreadable."""
     try:
         with zipfile.ZipFile(p) as z:
+            if z.getinfo("data").file_size > MAX_SB3_DATA_BYTES:
+                raise CheckpointError(f"checkpoint {p}: its 'data' entry is larger than an SB3 "
+                                      f"checkpoint's ({MAX_SB3_DATA_BYTES // 2**20} MiB at most)")
             data = json.loads(z.read("data"))
         shape = data["observation_space"]["_shape"]
         (size,) = shape
         return int(size)
+    except CheckpointError:
+        raise
     except KeyError:
         raise CheckpointError(f"checkpoint {p} is a zip file but not an SB3 checkpoint "
                               "(no observation space in its 'data' entry)") from None
@@ -164,30 +250,45 @@ def check_checkpoint(path: str | Path = "") -> None:
     checkpoint_players(path)
 
 
-def load_policy(path: str | Path) -> MaskablePPO:
-    """Load (once per process and file version) a MaskablePPO checkpoint for inference (an
-    SB3 zip; :mod:`dragons_egg.agents.netpolicy` reads ``.npz`` policies)."""
+def load_policy(path: str | Path, trust: bool = False) -> MaskablePPO:
+    """Load (once per process and file contents) a MaskablePPO checkpoint for inference (an
+    SB3 ``.zip``; :mod:`dragons_egg.agents.netpolicy` reads ``.npz`` policies). SB3 unpickles
+    the file, which runs code stored in it: without ``trust`` only the package's own checkpoint
+    (:data:`TRUSTED_SB3_SHA256`) is loaded, others are an :class:`UntrustedCheckpointError`.
+    The bytes hashed are the bytes loaded."""
     p = Path(path)
     _check_file(p)
-    key = (str(p.resolve()), p.stat().st_mtime)
-    model = _CACHE.get(key)
-    if model is None:
-        err = missing_error(f"SB3 checkpoint {p}", "train", only=SB3_MODULES)
-        if err is not None:
-            raise CheckpointError(str(err))
-        from sb3_contrib import MaskablePPO
-        _torch_threads()
-        try:
-            model = MaskablePPO.load(str(p), device="cpu")
-        except Exception as exc:  # noqa: BLE001 - SB3 raises many kinds on a bad file
-            raise CheckpointError(f"checkpoint {p} could not be loaded: "
-                                  f"{one_line(exc)}") from None
-        shape = model.observation_space.shape
-        size = shape[0] if shape else -1
-        if players_for_size(size) is None:
-            raise CheckpointError(f"checkpoint {p} expects observations of {size} values, "
-                                  "which no Dragon's Egg table produces")
-        _CACHE[key] = model
+    if checkpoint_format(p) != "sb3":
+        raise CheckpointError(f"checkpoint {p} is not a Stable-Baselines3 checkpoint (.zip)")
+    if not trust:
+        check_trust(p)  # before the file is read into memory
+    st = p.stat()
+    key = (str(p.resolve()), st.st_mtime_ns, st.st_size)
+    cached = _CACHE.get(key)
+    if cached is not None:
+        if not trust and cached[0] not in TRUSTED_SB3_SHA256:
+            raise UntrustedCheckpointError(untrusted_message(p))
+        return cached[1]
+    data = p.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if not trust and digest not in TRUSTED_SB3_SHA256:  # it changed since check_trust read it
+        raise UntrustedCheckpointError(untrusted_message(p))
+    err = missing_error(f"SB3 checkpoint {p}", "train", only=SB3_MODULES)
+    if err is not None:
+        raise CheckpointError(str(err))
+    from sb3_contrib import MaskablePPO
+    _torch_threads()
+    try:
+        model = MaskablePPO.load(io.BytesIO(data), device="cpu")
+    except Exception as exc:  # noqa: BLE001 - SB3 raises many kinds on a bad file
+        raise CheckpointError(f"checkpoint {p} could not be loaded: "
+                              f"{one_line(exc)}") from None
+    shape = model.observation_space.shape
+    size = shape[0] if shape else -1
+    if players_for_size(size) is None:
+        raise CheckpointError(f"checkpoint {p} expects observations of {size} values, "
+                              "which no Dragon's Egg table produces")
+    _CACHE[key] = digest, model
     return model
 
 
@@ -215,8 +316,8 @@ class PPOAgent(Agent):
 
     name = "ppo"
 
-    def __init__(self, seed: int | None = None, path: str = "", deterministic: bool = True
-                 ) -> None:
+    def __init__(self, seed: int | None = None, path: str = "", deterministic: bool = True,
+                 trust: bool = False) -> None:
         super().__init__(seed)
         self.path = Path(path) if path else SHIPPED
         self.deterministic = deterministic
@@ -225,17 +326,20 @@ class PPOAgent(Agent):
             self.net = _net_policy(self.path)
             self.policy_players = self.net.max_players
         else:
-            self.model = load_policy(self.path)
+            self.model = load_policy(self.path, trust=trust)
             self.policy_players = policy_players(self.model)
 
     @classmethod
-    def check_options(cls, path: str = "", deterministic: bool = True) -> None:
+    def check_options(cls, path: str = "", deterministic: bool = True,
+                      trust: bool = False) -> None:
         check_checkpoint(path)
-        if checkpoint_format(path) == "sb3":  # played with SB3: a MissingExtraError without it
-            require("an SB3 checkpoint", "train", only=SB3_MODULES)
+        if checkpoint_format(path) == "sb3":
+            check_trust(path, trust)  # it runs code when loaded: only when trusted
+            require("an SB3 checkpoint", "train", only=SB3_MODULES)  # a MissingExtraError
 
     @classmethod
-    def table_limit(cls, path: str = "", deterministic: bool = True) -> int:
+    def table_limit(cls, path: str = "", deterministic: bool = True,
+                    trust: bool = False) -> int:
         return checkpoint_players(path)
 
     def start_match(self, seat: int, config: RulesConfig, max_players: int | None = None
@@ -273,7 +377,8 @@ class PreviousPPOAgent(PPOAgent):
     """``ppo-0.1``: the agent shipped with 0.1.0 and 0.2.0 (:data:`PREVIOUS`, SB3 MaskablePPO
     trained at 4 players, so it plays tables of 2 to 4), by name from any folder. It is
     ``ppo:path=<the package's ppo_sb3_0.1.zip>`` and needs the ``train`` extra, as every SB3
-    checkpoint does."""
+    checkpoint does. It loads without ``trust=1`` because the file's sha256 is the one recorded
+    in the package (:data:`PREVIOUS_SHA256`); an altered file is refused."""
 
     name = "ppo-0.1"
 

@@ -4,19 +4,78 @@ Scores are exact: every R27 reward is a rational with denominator ``n - 1`` (the
 scheme gives ``1 - 2p/(n-1)``, ``dragon_egg`` whole numbers), so the runner counts each seat's
 rewards in whole units of ``1/(n-1)`` and divides once: a match score of -1 is ``-1.0``, not
 ``-0.9999999999999999``, and a zero sum is ``0.0``, not ``1.1e-16``.
+
+Agent failures. By default (``on_agent_error="raise"``) whatever an agent raises, and the
+environment's error for an action it returns that is illegal or not an action, propagates.
+With ``on_agent_error="forfeit"`` an agent that raises (in ``start_match``, ``act`` or
+``end_round``), returns something that is not an action index (``None``, a float, a string,
+a bool) or an illegal action ends the match as a *forfeit* of that agent
+(:class:`Forfeit`, in :attr:`MatchRecord.forfeit`, with a replay of the match up to the
+failure in :attr:`MatchRecord.replay`), scored so:
+
+- the rounds that ended before the failure stand as played;
+- the round in progress (the first one when the failure is in ``start_match``) is the
+  *forfeit round*: the seats that had gone out keep their places, the other seats but the
+  offender follow, fewer cards first, ties in seat order from the offender's left (as R24
+  orders a deadlock), and the offender finishes last (the Egg's place and reward); when the
+  failure is in ``end_round``, the round that just ended is the forfeit round: its order is
+  kept with the offender moved to last;
+- the match ends there: later rounds are not played, so a forfeited match can have fewer
+  rounds than ``num_rounds``. Rewards are R27's for those places, so scores stay exact and
+  sum to zero.
+
+``move_timeout`` (seconds) limits every call to an agent (``start_match``, each ``act``,
+``end_round``): a call still running when it runs out is interrupted with
+:class:`MoveTimeout` raised inside it (``signal.setitimer`` and ``SIGALRM``: Unix only, and
+only in a process's main thread; :func:`check_move_timeout` says whether it can be used
+here), and a call that returns after it (having swallowed the interrupt) counts as late too.
+A late agent forfeits the match (``"forfeit"``) or :class:`MoveTimeoutError` is raised
+(``"raise"``). Native code that never returns to the interpreter cannot be interrupted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+import contextlib
+import math
+import operator
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, NoReturn
 
+from dragons_egg_env import engine as E
+from dragons_egg_env.actions import NUM_ACTIONS, describe
 from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.dragons_egg_v0 import raw_env
 from dragons_egg_env.observation import MaskArray, ObsArray
 
 from .base import Agent
+
+#: The ways an agent can fail a match (:attr:`Forfeit.kind`).
+FAILURE_KINDS = ("raised", "not an action", "illegal move", "timeout")
+
+
+@dataclass
+class Forfeit:
+    """How an agent failed a match that it forfeited (see the module's docstring)."""
+
+    #: The seat of the agent that failed.
+    seat: int
+    #: One of :data:`FAILURE_KINDS`.
+    kind: str
+    #: The call that failed: ``"start_match"``, ``"act"`` or ``"end_round"``.
+    stage: str
+    #: One line: what the agent raised or returned.
+    error: str
+    #: Moves played in the match before the failure.
+    step: int
+    #: The index of the forfeit round (counted from 0).
+    round: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass
@@ -35,6 +94,9 @@ class MatchRecord:
     score_units: list[int] | None = None
     #: ``n - 1``: every R27 reward is a multiple of ``1 / denominator``.
     denominator: int = 1
+    #: How an agent failed the match, with ``on_agent_error="forfeit"`` (``None``: it did
+    #: not); :attr:`replay` then holds the match up to the failure.
+    forfeit: Forfeit | None = None
 
 
 def reward_units(rewards: Sequence[float], denominator: int) -> list[int] | None:
@@ -62,40 +124,241 @@ class PolicyAgent(Agent):
             self.spec = label
 
     def act(self, observation: ObsArray, action_mask: MaskArray) -> int:
-        return int(self.policy(observation, action_mask))
+        action = self.policy(observation, action_mask)
+        index = as_action(action)
+        if index is None:
+            raise NotAnActionError(f"policy {self.label!r} returned {_short(action)} "
+                                   f"({type(action).__name__}), not an action index (an "
+                                   "integer)")
+        return index
+
+
+class NotAnActionError(TypeError):
+    """An agent (or a policy) returned something that is not an action index."""
+
+
+class MoveTimeout(BaseException):
+    """Raised inside an agent's call when ``move_timeout`` runs out: a ``BaseException``, so
+    that an agent's ``except Exception`` does not swallow it."""
+
+
+class MoveTimeoutError(TimeoutError):
+    """An agent's call took longer than ``move_timeout`` (with ``on_agent_error="raise"``)."""
+
+
+def as_action(action: Any) -> int | None:
+    """``action`` as a Python int when it is an integer (``int``, numpy integers, anything
+    with ``__index__``), bools excepted; ``None`` otherwise (``None``, floats, strings). The
+    range is not checked."""
+    if isinstance(action, bool) or type(action).__name__ == "bool_":
+        return None
+    try:
+        return operator.index(action)
+    except TypeError:
+        return None
+
+
+def check_move_timeout() -> str | None:
+    """Why a move timeout cannot be used here (one line), or ``None`` when it can: it needs
+    ``signal.setitimer`` and ``SIGALRM`` (Unix) and a process's main thread."""
+    if not hasattr(signal, "setitimer") or not hasattr(signal, "SIGALRM"):
+        return ("a move timeout needs signal.setitimer and SIGALRM, which this platform "
+                "lacks (Unix only)")
+    if threading.current_thread() is not threading.main_thread():
+        return "a move timeout works only in a process's main thread"
+    return None
+
+
+def _short(x: Any, limit: int = 80) -> str:
+    text = repr(x)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _one_line(exc: BaseException, limit: int = 300) -> str:
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _alarm(signum: int, frame: Any) -> NoReturn:
+    raise MoveTimeout()
+
+
+class _Failed(Exception):
+    """An agent failed the match (``on_agent_error="forfeit"``)."""
+
+    def __init__(self, forfeit: Forfeit) -> None:
+        super().__init__(forfeit.error)
+        self.forfeit = forfeit
+
+
+class _Guard:
+    """Calls the agents: times them and, in forfeit mode, turns their failures into a
+    :class:`_Failed`."""
+
+    def __init__(self, timeout: float | None, forfeit: bool) -> None:
+        self.timeout = timeout
+        self.forfeit = forfeit
+        self.step = 0
+
+    @contextlib.contextmanager
+    def armed(self) -> Iterator[None]:
+        """The SIGALRM handler in place while the match plays (with a timeout)."""
+        if not self.timeout:
+            yield
+            return
+        why = check_move_timeout()
+        if why:
+            raise RuntimeError(why)
+        old = signal.signal(signal.SIGALRM, _alarm)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+
+    def fail(self, seat: int, kind: str, stage: str, error: str) -> NoReturn:
+        if not self.forfeit:  # only timeouts get here in raise mode
+            raise MoveTimeoutError(f"seat {seat}: {error}")
+        raise _Failed(Forfeit(seat, kind, stage, error, self.step, -1))
+
+    def call(self, seat: int, stage: str, fn: Callable[..., Any], *args: Any) -> Any:
+        if not self.timeout and not self.forfeit:
+            return fn(*args)
+        start = time.perf_counter()
+        try:
+            try:
+                if self.timeout:
+                    signal.setitimer(signal.ITIMER_REAL, self.timeout)
+                out = fn(*args)
+            finally:
+                if self.timeout:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+        except MoveTimeout:
+            self.fail(seat, "timeout", stage, f"{stage} ran past the move timeout of "
+                      f"{self.timeout:g} s and was interrupted")
+        except (Exception, SystemExit) as exc:  # an agent's own error, whatever it is
+            if not self.forfeit:
+                raise
+            kind = "not an action" if isinstance(exc, NotAnActionError) else "raised"
+            self.fail(seat, kind, stage, f"{stage} raised {_one_line(exc)}")
+        took = time.perf_counter() - start
+        if self.timeout and took > self.timeout:
+            self.fail(seat, "timeout", stage, f"{stage} took {took:.3g} s, over the move "
+                      f"timeout of {self.timeout:g} s")
+        return out
+
+    def checked_action(self, seat: int, action: Any, mask: MaskArray, env: raw_env) -> int:
+        """``action`` as a legal action index, or a forfeit saying why it is not one."""
+        a = as_action(action)
+        if a is None:
+            self.fail(seat, "not an action", "act", f"act returned {_short(action)} "
+                      f"({type(action).__name__}), not an action index (an integer)")
+        if not (0 <= a < NUM_ACTIONS and mask[a]):
+            what = f"{a} ({describe(a)})" if 0 <= a < NUM_ACTIONS else \
+                f"{a} (outside 0..{NUM_ACTIONS - 1})"
+            self.fail(seat, "illegal move", "act", f"act returned the illegal action {what} "
+                      f"in phase {env.phase()!r}")
+        return a
 
 
 def play_match(agents: Sequence[Agent], config: RulesConfig, seed: int,
                deals: Sequence[Sequence[Sequence[str | int]]] | None = None,
                max_players: int | None = None,
-               keep_replay: bool = False) -> MatchRecord:
-    """Seat ``agents[i]`` at seat ``i`` and play a match with the given seed (and deals)."""
+               keep_replay: bool = False, *, on_agent_error: str = "raise",
+               move_timeout: float | None = None) -> MatchRecord:
+    """Seat ``agents[i]`` at seat ``i`` and play a match with the given seed (and deals).
+
+    ``on_agent_error``: ``"raise"`` (an agent's error propagates) or ``"forfeit"`` (the match
+    ends as that agent's forfeit: :attr:`MatchRecord.forfeit`, scored as the module's
+    docstring says, with the replay up to the failure); ``move_timeout``: the seconds each
+    call to an agent may take (Unix, main thread: :func:`check_move_timeout`)."""
     if len(agents) != config.num_players:
         raise ValueError(f"{len(agents)} agents for a table of {config.num_players}")
+    if on_agent_error not in ("raise", "forfeit"):
+        raise ValueError(f"on_agent_error is 'raise' or 'forfeit', got {on_agent_error!r}")
+    if move_timeout is not None and not (
+            isinstance(move_timeout, (int, float)) and not isinstance(move_timeout, bool)
+            and math.isfinite(move_timeout) and move_timeout > 0):
+        raise ValueError(f"move_timeout is a positive number of seconds, got {move_timeout!r}")
     env = raw_env(max_players=max_players, **config.to_dict())
     env.reset(seed=seed, options={"deals": deals} if deals else None)
-    for i, agent in enumerate(agents):
-        agent.start_match(i, config, env.max_players)
-    index = env.agent_name_mapping
     rec = MatchRecord(scores=[0.0] * config.num_players)
+    guard = _Guard(move_timeout, on_agent_error == "forfeit")
+    try:
+        with guard.armed():
+            _play(env, agents, config, rec, guard)
+    except _Failed as failed:
+        rec.forfeit = failed.forfeit
+        _score(env, config, rec)
+        rec.replay = env.to_replay()
+        return rec
+    _score(env, config, rec)
+    if keep_replay:
+        rec.replay = env.to_replay()
+    return rec
+
+
+def _play(env: raw_env, agents: Sequence[Agent], config: RulesConfig, rec: MatchRecord,
+          guard: _Guard) -> None:
+    for i, agent in enumerate(agents):
+        guard.call(i, "start_match", agent.start_match, i, config, env.max_players)
+    index = env.agent_name_mapping
     for name in env.agent_iter():
         if env.terminations[name]:
             env.step(None)
             continue
+        seat = index[name]
         obs = env.observe(name)
-        action = agents[index[name]].act(obs["observation"], obs["action_mask"])
+        action = guard.call(seat, "act", agents[seat].act, obs["observation"],
+                            obs["action_mask"])
+        if guard.forfeit:
+            action = guard.checked_action(seat, action, obs["action_mask"], env)
         env.step(action)
         rec.steps += 1
+        guard.step = rec.steps
         info = env.infos[name]
         if "round_result" in info:
             res = info["round_result"]
             order = [index[a] for a in res["finish_order"]]
             rec.rounds.append({"order": order, "deadlock": res["deadlock"]})
-            for agent in agents:
-                agent.end_round(res)
+            for j, agent in enumerate(agents):
+                guard.call(j, "end_round", agent.end_round, res)
+
+
+def _forfeit_round(env: raw_env, config: RulesConfig, rec: MatchRecord, f: Forfeit
+                   ) -> list[float]:
+    """Put the forfeit round into ``rec.rounds`` (appended, or in place of the round that
+    just ended when the failure was in ``end_round``); returns its rewards."""
     s = env.engine_state
+    n, seat = config.num_players, f.seat
+    if f.stage == "end_round" and rec.rounds:
+        order = [q for q in rec.rounds[-1]["order"] if q != seat] + [seat]
+        rec.rounds.pop()
+    else:
+        out = [q for q in s.finish if q != seat]
+        rest = [(seat + d) % n for d in range(1, n)]
+        rest = [q for q in rest if q not in out]
+        rest.sort(key=lambda q: s.hands[q].bit_count())
+        order = out + rest + [seat]
+    f.round = len(rec.rounds)
+    rec.rounds.append({"order": order, "deadlock": False, "forfeit": True})
+    place = E.place_rewards(config)
+    rewards = [0.0] * n
+    for p, q in enumerate(order):
+        rewards[q] = place[p]
+    return rewards
+
+
+def _score(env: raw_env, config: RulesConfig, rec: MatchRecord) -> None:
+    """Every round's rewards and the match scores, exact (with a forfeit round in place)."""
+    s = env.engine_state
+    rewards = [list(result.rewards) for result in s.results]
+    if rec.forfeit is not None:
+        if rec.forfeit.stage == "end_round" and rec.rounds:
+            rewards.pop()
+        rewards.append(_forfeit_round(env, config, rec, rec.forfeit))
     den = max(config.num_players - 1, 1)
-    units = [reward_units(result.rewards, den) for result in s.results]
+    units = [reward_units(r, den) for r in rewards]
     exact = [u for u in units if u is not None]
     if len(exact) == len(units):
         totals = [sum(col) for col in zip(*exact, strict=True)] if exact else \
@@ -105,9 +368,7 @@ def play_match(agents: Sequence[Agent], config: RulesConfig, seed: int,
         for rnd, u in zip(rec.rounds, exact, strict=True):
             rnd["rewards"] = [x / den for x in u]
     else:  # pragma: no cover - every R27 scheme gives multiples of 1/(n-1)
-        rec.scores = list(s.scores)
-        for rnd, result in zip(rec.rounds, s.results, strict=True):
-            rnd["rewards"] = list(result.rewards)
-    if keep_replay:
-        rec.replay = env.to_replay()
-    return rec
+        rec.scores = [float(sum(col)) for col in zip(*rewards, strict=True)] if rewards \
+            else list(s.scores)
+        for rnd, r in zip(rec.rounds, rewards, strict=True):
+            rnd["rewards"] = r

@@ -27,8 +27,17 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from . import engine as E
-from .actions import ASK_BASE, DRAGON_BASE, GIVE_BASE, NUM_ACTIONS, PASS
-from .cards import DRAGON_MASK, EGG, EGG_BIT, NUMBERED_MASK, RANK_MASK, TEN_OF_FIRE
+from .actions import ASK_BASE, DRAGON_BASE, GIVE_BASE, NUM_ACTIONS, PASS, PLAY_BASE
+from .cards import (
+    BEAST,
+    DRAGON_MASK,
+    EGG,
+    EGG_BIT,
+    NUM_CARDS,
+    NUMBERED_MASK,
+    RANK_MASK,
+    TEN_OF_FIRE,
+)
 from .config import MAX_ASKS, MAX_PLAYERS
 
 #: Every kernel: cached, and compiled without reference counting (``_nrt=False``): the
@@ -37,7 +46,8 @@ from .config import MAX_ASKS, MAX_PLAYERS
 _jit = njit(cache=True, _nrt=False)
 
 # ---------------------------------------------------------------------------------------
-# Tables, taken from the engine (so that both read the same numbers).
+# Tables and counts, taken from the card tables and the engine (so that both read the same
+# numbers; numba reads these module-level constants when it compiles, as literals).
 THERMO_BYTE = np.array(E.THERMO_BYTE, dtype=np.int64)
 LOWEST = np.array(E.LOWEST, dtype=np.int64)                  # (16, 5)
 FOLLOW = np.array(E.FOLLOW, dtype=np.int64)                  # (11, 5)
@@ -46,17 +56,20 @@ RANK = np.array(RANK_MASK, dtype=np.int64)                   # (11,)
 ASKABLE = E.ASKABLE_MASK
 TEN_F_BIT = E.TEN_F_BIT
 TENS_SHIFT = E.TENS_SHIFT
-NUM_CARDS = 45
+#: Card bit of the first dragon card (the dragons' nibble of a hand, R1).
+DRAGONS_SHIFT = BEAST
+#: Plays the pile can hold: each holds a card or more, and the Egg is never played.
+MAX_PILE_PLAYS = NUM_CARDS - 1
 PLAY, COMPLETE, ASK, GIVE, DEAL, DONE = (int(p) for p in E.Phase)
 
 # Columns of ``S``. The engine's State first (same names, upper case), then the legal mask
-# of the seat to act (actions 0..44 as bits, the cards of the ask or give actions), the
-# outputs of the latest step, the history bookkeeping, and the per-seat columns.
+# of the seat to act (the actions below ``ASK_BASE`` as bits, the cards of the ask or give
+# actions), the outputs of the latest step, the history bookkeeping, and the per-seat columns.
 (PH, CUR, TURN, TOP, CNT, LAST, EGGH, DRAG, VICT, DEALER, NFIN, NPLAYS, ASKL, GIVL, NRES,
  ROUND, PASSED, LOCKED, ACTIVE, EGGK, PILE, REM, PLAYED, OPEN, ASKED, HITS, GIVEN,
  LMLO, LMCARDS, SEAT, REND, RDEAD, DONE_, EPIS, HCUR, FORCED) = range(36)
-HLEN, HOK, HFIN, HDEALT = 36, 38, 40, 42      # two columns each: history slots 0 and 1
-HAND = 44                                     # MAX_PLAYERS columns: the hands
+HLEN, HOK, HFIN, HDEALT = range(FORCED + 1, FORCED + 9, 2)  # two each: history slots 0, 1
+HAND = HDEALT + 2                             # MAX_PLAYERS columns: the hands
 FIN = HAND + MAX_PLAYERS                      # the seats out, in order (R22, R25)
 RORD = FIN + MAX_PLAYERS                      # output: the finishing order of a round
 NUM_I = RORD + MAX_PLAYERS
@@ -64,16 +77,20 @@ NUM_I = RORD + MAX_PLAYERS
 # bits << 7). ``F`` columns: scores (R28), rewards of the step (R27), final scores of a match
 # that ended in the step, then the final scores of the matches in history slots 0 and 1.
 PLAYS = NUM_CARDS
-NUM_OP = PLAYS + 44
+NUM_OP = PLAYS + MAX_PILE_PLAYS
 SCORE, REW, FSCORE, HSCORE = 0, MAX_PLAYERS, 2 * MAX_PLAYERS, 3 * MAX_PLAYERS
 NUM_F = 5 * MAX_PLAYERS
 # ``RNG`` columns: the deal and action generators, the seeds of history slots 0 and 1.
 R_DEAL, R_ACT, R_SEED = 0, 1, 2
 NUM_RNG = 4
 
-# Config vector indices (``cfg``, an int64 array).
+# Config vector indices (``cfg``, an int64 array). ``vector._CONFIG_COLUMNS`` maps every field
+# of ``RulesConfig`` to its column (or, ``reward_scheme``, to the ``prew`` argument) and
+# encoding; ``C_M``, ``C_RECORD`` and ``C_AUTO`` are the engine's own settings
+# (``vector._ENGINE_COLUMNS``). ``tests/env/test_vector_config.py`` checks that every field
+# has an entry and that the kernels read every column as ``cfg[C_...]``.
 C_N, C_M, C_ROUNDS, C_ALONE, C_LOCKS, C_OOT, C_ANY, C_ASKS, C_GIVE, C_RECORD, C_AUTO = range(11)
-NUM_CFG = 11
+NUM_CFG = C_AUTO + 1
 
 # Observation layout indices (``offs``, an int64 array of field starts; -1: absent).
 OBS_FIELDS = ("hand", "pile", "top_number", "top_count", "played", "out_place", "passed",
@@ -81,9 +98,10 @@ OBS_FIELDS = ("hand", "pile", "top_number", "top_count", "played", "out_place", 
               "seat_present", "phase", "tribute_asked", "tribute_taken", "tribute_given",
               "all_hands")
 (O_HAND, O_PILE, O_TOPN, O_TOPC, O_PLAYED, O_OUT, O_PASSED, O_LOCKED, O_EGG, O_TOACT, O_LAST,
- O_DRAGON, O_PAYER, O_PRESENT, O_PHASE, O_ASKED, O_TAKEN, O_GIVEN, O_ALL) = range(19)
-O_NB, O_SIZE = 19, 20  # start of the scalar part, total size
-NUM_OFFS = 21
+ O_DRAGON, O_PAYER, O_PRESENT, O_PHASE, O_ASKED, O_TAKEN, O_GIVEN, O_ALL) = range(
+    len(OBS_FIELDS))
+O_NB, O_SIZE = O_ALL + 1, O_ALL + 2  # start of the scalar part, total size
+NUM_OFFS = O_SIZE + 1
 
 # splitmix64 (Steele, Lea, Flood 2014): a counter-based generator, one uint64 per stream.
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -189,9 +207,9 @@ def _kth_bit(x, k):
 
 @_jit
 def _shuffle_deal(RNG, HD, b, n, dealer, r, slot):
-    """R4: deal the 45 cards in a random order (each next card drawn uniformly from those
-    left, by the match's deal generator), one at a time from the seat left of ``dealer``,
-    into ``HD[b, slot, r]``."""
+    """R4: deal the ``NUM_CARDS`` cards in a random order (each next card drawn uniformly
+    from those left, by the match's deal generator), one at a time from the seat left of
+    ``dealer``, into ``HD[b, slot, r]``."""
     for q in range(n):
         HD[b, slot, r, q] = 0
     left = (np.int64(1) << NUM_CARDS) - 1
@@ -277,11 +295,11 @@ def _forced_opening(S, cfg, b, seat):
     th = thermometer(S[b, HAND + seat])
     if S[b, ROUND] == 0:
         if cfg[C_ALONE]:
-            return np.int64(1) << (1 + TENS_SHIFT)  # play(10, 1)
-        return (th >> TENS_SHIFT) << (1 + TENS_SHIFT)  # play(10, k), k <= tens held
+            return np.int64(1) << (PLAY_BASE + TENS_SHIFT)  # play(10, 1)
+        return (th >> TENS_SHIFT) << (PLAY_BASE + TENS_SHIFT)  # play(10, k), k <= tens held
     if th == 0:
         return np.int64(1)  # PASS: no numbered card
-    return np.int64(1) << (1 + ((bit_length(th) - 1) & ~3))  # play(highest, 1)
+    return np.int64(1) << (PLAY_BASE + ((bit_length(th) - 1) & ~3))  # play(highest, 1)
 
 
 @_jit
@@ -321,8 +339,8 @@ def new_match(S, OP, F, RES, RNG, HD, cfg, b):
 
 
 # ---------------------------------------------------------------------------------------
-# Legal actions (engine.legal_mask), as ``LMLO`` (actions 0..44) and ``LMCARDS`` (the
-# cards of the ask actions in ASK, of the give actions in GIVE).
+# Legal actions (engine.legal_mask), as ``LMLO`` (the actions below ``ASK_BASE``) and
+# ``LMCARDS`` (the cards of the ask actions in ASK, of the give actions in GIVE).
 
 @_jit
 def _play_mask(S, cfg, b):
@@ -416,7 +434,8 @@ def _play(S, OP, F, RES, cfg, prew, b, action):
     sh = x & ~3
     hand = S[b, HAND + p]
     if S[b, OPEN] and S[b, ROUND] == 0:  # R5: the 10 of Fire is part of the opening
-        cards = TEN_F_BIT | (LOWEST[((hand & ~TEN_F_BIT) >> 36) & 15, k - 1] << 36)
+        cards = TEN_F_BIT | (LOWEST[((hand & ~TEN_F_BIT) >> TENS_SHIFT) & 15, k - 1]
+                             << TENS_SHIFT)
     else:
         cards = LOWEST[(hand >> sh) & 15, k] << sh  # R7: suits E, W, F, L
     S[b, OPEN] = 0
@@ -454,7 +473,8 @@ def _dragons(S, OP, F, RES, cfg, prew, b, k):
     """engine._dragons: play ``k`` dragon cards (R15, R16)."""
     p = S[b, CUR]
     hand = S[b, HAND + p]
-    cards = LOWEST[(hand >> 40) & 15, k] << 40  # R7: Beast, Darklord, Horseman, Executioner
+    # R7: Beast, Darklord, Horseman, Executioner
+    cards = LOWEST[(hand >> DRAGONS_SHIFT) & 15, k] << DRAGONS_SHIFT
     hand ^= cards
     S[b, HAND + p] = hand
     S[b, PLAYED] |= cards
@@ -783,7 +803,7 @@ def encode(S, F, cfg, offs, b, i, full, out, row):
     inv = 1.0 / cfg[C_ROUNDS]
     for j in range(n):
         q = i + j if i + j < n else i + j - n
-        out[row, nb + j] = np.float32(popcount(S[b, HAND + q]) / 45.0)
+        out[row, nb + j] = np.float32(popcount(S[b, HAND + q]) / NUM_CARDS)
         out[row, nb + m + j] = np.float32(F[b, SCORE + q] * inv)
     out[row, nb + 2 * m] = np.float32(S[b, ROUND] * inv)
     if party:

@@ -862,12 +862,16 @@ def state_info(s: State) -> dict[str, object]:
 
 
 def _names(cards: int) -> str:
-    """Card codes of a set, for messages."""
+    """Card codes of a set, for messages (a value that is no card set: as it is)."""
+    if not 0 <= cards <= ALL_CARDS:
+        return f"{cards!r} (not a card set)"
     return " ".join(codes(cards))
 
 
 def _seats(mask: int) -> str:
-    """A set of seats, for messages."""
+    """A set of seats, for messages (a value that is no set of seats: as it is)."""
+    if not 0 <= mask < 1 << 8:
+        return f"{mask!r} (not a set of seats)"
     return "{" + ", ".join(str(q) for q in bits_of(mask)) + "}"
 
 
@@ -879,13 +883,15 @@ def check_state(s: State, *, caches: bool = True) -> None:
     - the config's caches (seat count, seat tables, flags, place rewards);
     - cards (R1, R4, R19): the hands and the played cards partition the deck; the Egg is
       never played; the pile is played numbered cards; ``th``, ``owner`` and ``egg_holder``
-      agree with the hands; ``egg_known`` is one of the sets R19 allows;
+      agree with the hands (the ``owner`` of a card nobody holds is a seat or ``-1``);
+      ``egg_known`` is one of the sets R19 allows;
     - seats (R21..R23, R25): ``finish`` lists distinct seats, ``active`` is the others, seats
       out hold nothing, active seats hold something (the tribute payer may wait empty-handed
       for its gifts, R32, R33) and one of them has the Egg;
     - rounds (R26, R28..R30): the round index fits ``DONE``, scores have one entry per seat,
-      ``results`` (when kept) one entry per finished round, and the Dragon and tribute payer
-      are set from round 2 on, matching the last result;
+      ``results`` (when kept) one entry per finished round, each with its round number and a
+      finishing order of every seat, and the Dragon and tribute payer are set from round 2
+      on, matching the last result; ``dealer`` and ``last_player`` are seats or ``-1``;
     - the tribute (R31..R33): asks only for cards other than the Egg, hits among the asks,
       no more gifts than hits and only cards R33 allows, ``asks_left``/``gives_left`` in
       range;
@@ -906,9 +912,13 @@ def check_state(s: State, *, caches: bool = True) -> None:
         _check_config_caches(s)
     _check_shapes(s)
     if s.phase == DEAL and s.round_idx == 0:  # before the first deal: nothing happened yet
-        if any(s.hands) or s.played or s.finish or s.current != -1 or s.turn != -1:
-            raise StateError("a match waiting for its first deal has cards or a seat to act "
-                             "(R4)")
+        if any(s.hands) or s.played or s.finish or s.plays or s.current != -1 \
+                or s.turn != -1:
+            raise StateError("a match waiting for its first deal has cards, plays or a seat to "
+                             "act (R4)")
+        if caches and (any(s.th) or any(o != -1 for o in s.owner)):
+            raise StateError("a match waiting for its first deal has th or owner caches of "
+                             "cards nobody holds yet")
         return
     _check_cards(s, caches)
     _check_egg(s)
@@ -965,6 +975,13 @@ def _check_shapes(s: State) -> None:
                          f"(R29)")
     if not -1 <= s.dealer < n:
         raise StateError(f"dealer {s.dealer} is not a seat (R4)")
+    if not -1 <= s.last_player < n:
+        raise StateError(f"last_player {s.last_player} is not a seat or -1 (R17)")
+    seats = list(range(n))
+    for k, res in enumerate(s.results):
+        if res.round != k or sorted(res.order) != seats:
+            raise StateError(f"round result {k} is not round {k + 1}'s with a finishing order of "
+                             f"every seat: {res!r} (R25, R29)")
 
 
 def _check_cards(s: State, caches: bool) -> None:
@@ -993,6 +1010,9 @@ def _check_cards(s: State, caches: bool) -> None:
     if seen != ALL_CARDS:
         raise StateError(f"card(s) {_names(ALL_CARDS & ~seen)} are neither held nor played "
                          f"(R1, R4)")
+    if caches and (min(owner) < -1 or max(owner) >= s.n):
+        raise StateError(f"owner cache names holders {sorted(set(owner))} that are not seats "
+                         f"(or -1)")
     if s.played & EGG_BIT:
         raise StateError("the Egg is among the played cards; it can never be played (R19)")
     stray = s.pile & ~(s.played & NUMBERED_MASK)
@@ -1010,7 +1030,7 @@ def _check_egg(s: State) -> None:
     known = s.egg_known
     if known == s.all_seats or known == 1 << h:
         return
-    if s.config.egg_in_tribute and s.dragon >= 0 and h == s.victim \
+    if s.config.egg_in_tribute and 0 <= s.dragon < s.n and h == s.victim \
             and known == (1 << s.dragon | 1 << s.victim):
         return
     raise StateError(f"egg_known {_seats(known)} is not a set R19 allows for holder {h}: the "

@@ -23,7 +23,13 @@ naming that extra.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import math
+import operator
+import reprlib
+from array import array
+from collections.abc import Callable, Iterable, Sequence
+from itertools import chain
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -31,8 +37,8 @@ import numpy.typing as npt
 
 from . import engine as E
 from .actions import NUM_ACTIONS, describe
-from .cards import ALL_CARDS, EGG_BIT, NUM_CARDS, codes
-from .config import MAX_PLAYERS, RulesConfig
+from .cards import ALL_CARDS, NUM_CARDS, codes
+from .config import MAX_PLAYERS, ConfigError, RulesConfig
 from .extras import explain
 from .observation import Layout, layout
 from .replay import build_replay
@@ -46,6 +52,60 @@ except ModuleNotFoundError as _exc:  # numba: the vector extra
 INITIAL_LOG = 256
 #: Matches played at once by :func:`random_replays`.
 REPLAY_BATCH = 1024
+
+
+class _ConfigColumn(NamedTuple):
+    """How one field of :class:`RulesConfig` reaches the kernels."""
+
+    #: The name the kernels read it by: a ``C_*`` column of the config vector ``cfg``, or
+    #: ``"prew"``, the array of place rewards (``engine.place_rewards``) passed beside it.
+    name: str
+    #: The int64 that column holds for a value of the field (``None`` for ``prew``).
+    encode: Callable[[Any], int] | None
+
+
+#: Every field of :class:`RulesConfig`, by name: where it reaches the kernels and how it is
+#: encoded. :func:`_kernel_config` builds the config vector from ``dataclasses.fields``
+#: through this table alone, and refuses a field that has no entry;
+#: ``tests/env/test_vector_config.py`` fails when a field has no entry or when the kernels
+#: never read an entry's column (``docs/architecture.md``: a new rule flag).
+_CONFIG_COLUMNS: dict[str, _ConfigColumn] = {
+    "num_players": _ConfigColumn("C_N", int),
+    "num_rounds": _ConfigColumn("C_ROUNDS", int),
+    "opening_ten_of_fire_alone": _ConfigColumn("C_ALONE", int),  # R5
+    "pass_locks_out": _ConfigColumn("C_LOCKS", int),  # R10
+    "completion_out_of_turn": _ConfigColumn("C_OOT", int),  # R12
+    # R16: the row of the kernels' DRAGON_ACTIONS table (0: one, 1: any)
+    "dragons_per_play": _ConfigColumn("C_ANY", lambda v: int(v == "any")),
+    "tribute_asks": _ConfigColumn("C_ASKS", int),  # R31
+    # R33: the cards the Dragon may give back (the Egg too, or every card but the Egg)
+    "egg_in_tribute": _ConfigColumn("C_GIVE", lambda v: ALL_CARDS if v else E.ASKABLE_MASK),
+    "reward_scheme": _ConfigColumn("prew", None),  # R27: the reward of each place
+}
+#: The columns of the config vector that are the engine's own settings, not rules:
+#: ``max_players`` (the observation padding), ``record`` and autoreset (always on, but off
+#: while :func:`random_replays` plays matches out).
+_ENGINE_COLUMNS = ("C_M", "C_RECORD", "C_AUTO")
+
+
+def _kernel_config(config: RulesConfig, max_players: int, record: bool
+                   ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """The kernels' view of a configuration: the config vector ``cfg`` (every field of
+    ``config`` through :data:`_CONFIG_COLUMNS`, then the engine's own columns) and ``prew``,
+    the reward of each place (R27)."""
+    cfg = np.zeros(K.NUM_CFG, dtype=np.int64)
+    for f in dataclasses.fields(config):
+        entry = _CONFIG_COLUMNS.get(f.name)
+        if entry is None:
+            raise RuntimeError(f"rule flag {f.name!r} has no entry in dragons_egg_env.vector."
+                               f"_CONFIG_COLUMNS: the batched engine would ignore it "
+                               f"(docs/architecture.md, 'A new rule flag')")
+        if entry.encode is not None:
+            cfg[getattr(K, entry.name)] = entry.encode(getattr(config, f.name))
+    cfg[K.C_M] = max_players
+    cfg[K.C_RECORD] = record
+    cfg[K.C_AUTO] = 1
+    return cfg, np.array(E.place_rewards(config), dtype=np.float64)
 
 
 class VectorStep(NamedTuple):
@@ -116,6 +176,145 @@ def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
     return int(value)
 
 
+def _check_config(config: RulesConfig) -> None:
+    """Every value of ``config`` checked again (a frozen dataclass can still be changed with
+    ``object.__setattr__``): they size the engine's arrays and index them in the kernels."""
+    for name in RulesConfig.field_names():
+        RulesConfig.check_value(name, getattr(config, name, None))
+
+
+#: ``engine.State``'s int fields (and ``phase``, an ``IntEnum``): each must be a Python int
+#: (not a bool) within int64, as the kernels hold them in int64 columns.
+_INT_FIELDS = ("n", "pile", "top_rank", "top_count", "rem", "played", "last_player", "passed",
+               "locked", "active", "egg_holder", "egg_known", "current", "turn",
+               "opening_mask", "round_idx", "dragon", "victim", "asks_left", "asked", "hits",
+               "given", "gives_left", "dealer", "mask", "any_dragons", "give_mask",
+               "all_seats")
+_INT_LISTS = ("hands", "th", "owner", "finish")
+_NUMBER_LISTS = ("scores", "place_rewards")
+_get_ints = operator.attrgetter(*_INT_FIELDS)
+_get_int_lists = operator.attrgetter(*_INT_LISTS)
+_get_number_lists = operator.attrgetter(*_NUMBER_LISTS)
+_get_rest = operator.attrgetter("phase", "oot", "locks", "plays", "results")
+_INT64 = 1 << 63
+_SEQUENCES = frozenset((list, tuple))
+_INT = frozenset((int,))
+_FLOAT = frozenset((float,))
+#: Plays the kernel's pile record holds (``OP`` columns after the owners).
+_PLAY_SLOTS = K.NUM_OP - K.PLAYS
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and -_INT64 <= v < _INT64
+
+
+def _is_number(v: Any) -> bool:
+    return _is_int(v) or (isinstance(v, float) and math.isfinite(v))
+
+
+def _ints(values: Any) -> bool:
+    """Whether ``values`` is a list or tuple of ints within int64 (plain ints tested fast)."""
+    if not isinstance(values, (list, tuple)):
+        return False
+    if not all(type(x) is int for x in values):
+        return all(_is_int(x) for x in values)
+    return not values or (-_INT64 <= min(values) and max(values) < _INT64)
+
+
+def _numbers(values: Any) -> bool:
+    """Whether ``values`` is a list or tuple of finite numbers (floats tested fast)."""
+    if not isinstance(values, (list, tuple)):
+        return False
+    if all(type(x) is float for x in values):
+        return all(map(math.isfinite, values))
+    return all(_is_number(x) for x in values)
+
+
+def _is_result(r: Any) -> bool:
+    return (isinstance(r, E.RoundResult) and _is_int(r.round) and isinstance(r.deadlock, bool)
+            and _ints(r.order) and _numbers(r.rewards))
+
+
+def _check_loadable(j: int, s: E.State) -> None:
+    """Raise a ``TypeError`` or :class:`engine.StateError` naming state ``j`` unless
+    :meth:`VectorEngine.from_states` can load ``s``: every field of the engine's type (what
+    :func:`engine.check_state` compares and the kernels store), then ``check_state``."""
+    if not _plain(s):
+        _check_types(j, s)
+    try:
+        E.check_state(s)
+    except E.StateError as exc:
+        raise E.StateError(f"state {j}: {exc}") from None
+    except Exception as exc:  # a malformed field the checks above let through: named anyway
+        raise TypeError(f"state {j} is malformed ({type(exc).__name__}: {exc})") from exc
+
+
+def _plain(s: E.State) -> bool:
+    """The fast test (a few microseconds) that every field of ``s`` has the type the engine
+    gives it: plain ints within int64, lists or tuples of them, finite floats. The engine's
+    own states pass; whatever fails is looked at field by field by :func:`_check_types`."""
+    try:
+        hands, th, owner, finish = _get_int_lists(s)
+        scores, rewards = _get_number_lists(s)
+        phase, oot, locks, plays, results = _get_rest(s)
+        if not {*map(type, (hands, th, owner, finish, scores, rewards, plays, results))} \
+                <= _SEQUENCES or not {*map(type, plays)} <= _SEQUENCES \
+                or not {*map(len, plays)} <= {2} or len(plays) > _PLAY_SLOTS:
+            return False
+        ints = [*_get_ints(s), *hands, *th, *owner, *finish, *chain.from_iterable(plays)]
+        floats = [*scores, *rewards]
+        for r in results:
+            if type(r) is not E.RoundResult or type(r.deadlock) is not bool \
+                    or type(r.order) is not tuple or type(r.rewards) is not tuple:
+                return False
+            ints.append(r.round)
+            ints += r.order
+            floats += r.rewards
+        array("q", ints)  # OverflowError outside int64
+        return ({*map(type, ints)} <= _INT
+                and {*map(type, floats)} <= _FLOAT and math.isfinite(sum(floats))
+                and isinstance(phase, E.Phase) and type(oot) is bool and type(locks) is bool)
+    except Exception:  # a missing field, a value that is not a sequence, ...
+        return False
+
+
+def _check_types(j: int, s: E.State) -> None:
+    """A ``TypeError`` naming state ``j`` and the field unless every field of ``s`` has the
+    type the engine gives it (ints within int64, finite scores, ...)."""
+    def bad(what: str, value: Any) -> TypeError:
+        return TypeError(f"state {j}: {what}, got {reprlib.repr(value)}")
+
+    try:
+        ints, int_lists, number_lists = _get_ints(s), _get_int_lists(s), _get_number_lists(s)
+        phase, oot, locks, plays, results = _get_rest(s)
+    except AttributeError as exc:  # a State made without __init__
+        raise TypeError(f"state {j}: {exc}") from None
+    if not _ints(ints):
+        name, v = next((k, v) for k, v in zip(_INT_FIELDS, ints, strict=True)
+                       if not _is_int(v))
+        raise bad(f"{name} must be an int within int64", v)
+    if not _is_int(phase):
+        raise bad("phase must be an int (an engine.Phase)", phase)
+    for name, v in (("oot", oot), ("locks", locks)):
+        if not isinstance(v, bool):
+            raise bad(f"{name} must be a bool", v)
+    for name, v in zip(_INT_LISTS, int_lists, strict=True):
+        if not _ints(v):
+            raise bad(f"{name} must be a list of ints within int64", v)
+    for name, v in zip(_NUMBER_LISTS, number_lists, strict=True):
+        if not _numbers(v):
+            raise bad(f"{name} must be a list of finite numbers", v)
+    if not isinstance(plays, (list, tuple)) or not all(
+            isinstance(p, (list, tuple)) and len(p) == 2 and _ints(p) for p in plays):
+        raise bad("plays must be a list of (seat, cards) int pairs", plays)
+    if len(plays) > _PLAY_SLOTS:
+        raise E.StateError(f"state {j}: {len(plays)} plays on the pile; {_PLAY_SLOTS} cards "
+                           f"make at most {_PLAY_SLOTS}")
+    if not isinstance(results, (list, tuple)) or not all(_is_result(r) for r in results):
+        raise bad("results must be a list of engine.RoundResult (int round, int seats, bool "
+                  "deadlock, finite rewards)", results)
+
+
 class VectorEngine:
     """``num_envs`` matches of one table size and one rule configuration, stepped together.
 
@@ -142,6 +341,11 @@ class VectorEngine:
                              f"(got {', '.join(sorted(flags))})")
         elif not isinstance(config, RulesConfig):
             raise TypeError(f"config must be a RulesConfig, got {type(config).__name__}")
+        else:
+            _check_config(config)
+        if config.num_rounds >= 1 << 31:
+            raise ValueError(f"num_rounds {config.num_rounds} is too many for the batched "
+                             f"engine (it records round numbers as int32)")
         n = config.num_players
         m = n if max_players is None else _check_int("max_players", max_players, n, MAX_PLAYERS)
         self.config = config
@@ -154,13 +358,13 @@ class VectorEngine:
         self._state_lay = layout(m, True)
         self._offs = _offsets(self._obs_lay)
         self._state_offs = _offsets(self._state_lay)
-        self._cfg = np.array([
-            n, m, config.num_rounds, config.opening_ten_of_fire_alone, config.pass_locks_out,
-            config.completion_out_of_turn, config.dragons_per_play == "any",
-            config.tribute_asks, ALL_CARDS if config.egg_in_tribute else ALL_CARDS & ~EGG_BIT,
-            self.record, 1], dtype=np.int64)
-        self._prew = np.array(E.place_rewards(config), dtype=np.float64)
-        self._st = self._allocate()
+        self._cfg, self._prew = _kernel_config(config, m, self.record)
+        try:
+            self._st = self._allocate()
+        except MemoryError:  # RulesConfig bounds no num_rounds; the round records are per round
+            raise ValueError(f"{B} match(es) of {config.num_rounds} rounds do not fit in memory "
+                             f"(the engine keeps a record of every round of every match)") \
+                from None
         self._ready = False
         self.seed_generators(seed)
 
@@ -472,23 +676,48 @@ class VectorEngine:
 
     @classmethod
     def from_states(cls, states: Sequence[E.State], *, max_players: int | None = None,
-                    seed: int | None = None, record: bool = True,
-                    copy: bool = True) -> VectorEngine:
+                    seed: int | None = None, record: bool = True, copy: bool = True,
+                    trusted: bool = False) -> VectorEngine:
         """An engine whose match ``b`` continues ``states[b]`` (states of one config, in any
         decision phase, or waiting for a deal; not finished). A state waiting for its deal
         (phase ``deal``) is dealt from the generators. Matches started this way have no
-        replay (the engine did not see their start); the next match in the slot has one."""
+        replay (the engine did not see their start); the next match in the slot has one.
+
+        Every state is checked first: its fields must have the engine's types (Python ints,
+        lists of them, finite scores) and :func:`engine.check_state` must hold; otherwise a
+        :class:`engine.StateError` (a ``ValueError``) or a ``TypeError`` names the state's
+        index and the problem, and no engine is made. ``trusted=True`` skips these checks
+        (about 25 us a state) for states the caller's code took from the engine itself
+        (:meth:`to_state`, :func:`engine.step`); a corrupt state is then undefined behaviour
+        in the compiled kernels, up to crashing the interpreter."""
+        if isinstance(states, E.State) or not isinstance(states, Iterable):
+            raise TypeError(f"states must be a sequence of engine.State, got "
+                            f"{type(states).__name__}")
         states = list(states)
         if not states:
             raise ValueError("from_states needs at least one state")
         for j, s in enumerate(states):
             if not isinstance(s, E.State):
                 raise TypeError(f"state {j} is a {type(s).__name__}, not an engine.State")
-        config = states[0].config
+        config = getattr(states[0], "config", None)
+        if not isinstance(config, RulesConfig):
+            raise TypeError(f"state 0: config must be a RulesConfig, got "
+                            f"{type(config).__name__}")
+        try:
+            _check_config(config)
+        except ConfigError as exc:
+            raise ConfigError(f"state 0: config: {exc}") from None
         for j, s in enumerate(states):
-            if s.config != config:
+            other = getattr(s, "config", None)
+            if other is not config and (not isinstance(other, RulesConfig) or other != config):
                 raise ValueError(f"state {j} has another config than state 0; one engine "
                                  f"plays one config")
+        if not trusted:
+            checked: set[int] = set()  # a state repeated in the batch is checked once
+            for j, s in enumerate(states):
+                if id(s) not in checked:
+                    _check_loadable(j, s)
+                    checked.add(id(s))
         eng = cls(len(states), config, max_players=max_players, seed=seed, record=record,
                   copy=copy)
         for b, s in enumerate(states):

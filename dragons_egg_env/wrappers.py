@@ -12,7 +12,7 @@ Opponents in the pool may be:
 
 - factories: any object with a ``make(seed) -> agent`` method, called once per episode and
   seat with a seed drawn from the episode seed, so every episode gets fresh, seeded opponents
-  (``dragons_egg.agents.AgentSpec("heuristic")`` or ``AgentSpec("ppo:path=snap.zip")`` make agents
+  (``dragons_egg.agents.AgentSpec("heuristic")`` or ``AgentSpec("ppo:path=snap.npz")`` make agents
   from a spec string; they are picklable, so the pool travels to ``SubprocVecEnv`` workers);
 - agent objects (with ``start_match``, ``act`` and ``end_round``, as
   :class:`dragons_egg.agents.base.Agent`

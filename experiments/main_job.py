@@ -52,7 +52,7 @@ def train_fresh(samples: int, seed: int, out: Path):
                          eval_every=max(samples // 4, 1), eval_matches=100,
                          checkpoint_every=max(samples // 4, 1), out_dir=str(out),
                          run_name=FRESH)
-    run = Run(cfg)
+    run = Run(cfg, overwrite=True)  # the job's output is made anew on each run
     run.train()
     return run
 
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                                   "heuristic", "greedy", "random"], num_players=4,
                           matches=args.matches, seed=args.seed, workers=args.workers,
                           out_dir=str(out / "tournament"))
-    summary = run_tournament(tc)
+    summary = run_tournament(tc, overwrite=True)  # made anew with the run, as the training
     t2 = time.time()
 
     print("[3/3] writing the report", file=sys.stderr, flush=True)

@@ -25,7 +25,9 @@ bootstrap intervals) against ``eval_opponents``; the learning curve (strength ag
 wall time) goes to ``eval.csv``, ``learning_curve.png`` and TensorBoard. An interval from fewer deal
 sequences than the tournament's minimum (:data:`dragons_egg.experiments.tournament.MIN_SEQUENCES`)
 is left out: NaN in the history, an empty cell in ``eval.csv``. Checkpoints
-(``checkpoints/latest.pt``: weights, optimiser, counters, generators, league, history) let
+(``checkpoints/latest.pt``: weights, optimiser, counters, generators, league, history; tensors
+and plain data with a digest, read with ``torch.load(weights_only=True)``, so that loading one
+runs no code: :func:`load_checkpoint`; the old format needs ``--trust-checkpoint``) let
 ``--resume CHECKPOINT`` continue a run: in the checkpoint's own run folder, with the settings saved
 in the checkpoint; settings given on the command line (flags, or those a ``--config`` file names)
 override single settings, each change printed and recorded in the run's ``config_history.json``; the
@@ -49,11 +51,22 @@ from typing import Any, Literal
 import numpy as np
 
 from dragons_egg.experiments.cli_args import (
+    OVERWRITE_HELP,
+    SEED_RANGE,
+    HeldInterrupts,
+    RunInterrupted,
+    check_fields,
+    check_range,
+    check_settings,
+    claim_run_dir,
     config_changes,
+    interrupted_exit,
+    module_prog,
     parse_config_cli,
     resume_entry,
     resumed_settings,
     start_entry,
+    switch_given,
     validated,
     write_run_config,
 )
@@ -62,10 +75,31 @@ from dragons_egg_env.config import MAX_PLAYERS, TABLE_SIZES, RulesConfig
 from dragons_egg_env.observation import layout
 
 CHECKPOINT_FORMAT = "dragons-egg-selfplay"
+#: Version 2: tensors and plain data only (read with ``torch.load(weights_only=True)``) and a
+#: ``digest``; a checkpoint without ``version`` is of the old format (pickled objects).
+CHECKPOINT_VERSION = 2
+#: What a checkpoint holds, and the type of each.
+CHECKPOINT_FIELDS: dict[str, Any] = {
+    "config": dict, "model": dict, "optimizer": dict, "samples": int, "updates": int,
+    "seconds": (int, float), "eval_seconds": (int, float), "history": list, "league": list,
+    "marks": dict}
 #: Settings a resumed run cannot change, with the reason: the checkpoint's weights, optimiser
 #: state and league snapshots are arrays of the network they shape.
 FROZEN_ON_RESUME = {"hidden": "the checkpoint's network has its layer sizes",
                     "max_players": "the checkpoint's network reads observations of that size"}
+#: What a run writes in its folder (globs): one of them there means the folder holds a run,
+#: and ``--overwrite`` removes exactly these.
+RUN_FILES = ("config.json", "config_history.json", "checkpoints", "policies", "eval.csv",
+             "eval-before-resume-*.csv", "eval_*.csv", "learning_curve.png", "summary.json",
+             "final.npz", "tb")
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The checkpoint a run in ``run_dir`` continues from (``checkpoints/latest.pt``), if it
+    has one."""
+    path = run_dir / "checkpoints" / "latest.pt"
+    return path if path.is_file() else None
+
 
 
 @dataclass
@@ -136,14 +170,23 @@ class SelfPlayConfig:
     progress: bool = True
 
     def validate(self) -> None:
-        """Raise ``ValueError`` naming the first bad setting."""
+        """Raise ``ValueError`` naming the first bad setting: its type (the field's
+        annotation: :func:`~dragons_egg.experiments.cli_args.check_fields`), then its range."""
         def need(cond: bool, msg: str) -> None:
             if not cond:
                 raise ValueError(msg)
 
+        check_fields(self)
+        lo, hi = SEED_RANGE
+        check_range(lo <= self.seed <= hi, "seed", self.seed, f"in {lo}..{hi}")
+        for name in ("learning_rate", "clip_range", "max_grad_norm"):
+            check_range(getattr(self, name) > 0, name, getattr(self, name), "> 0")
+        for name in ("ent_coef", "vf_coef"):
+            check_range(getattr(self, name) >= 0, name, getattr(self, name), ">= 0")
         need(self.total_samples >= 1, f"total_samples must be >= 1, got {self.total_samples}")
         need(bool(self.table_sizes), "table_sizes must name at least one table size")
-        need(self.max_players in TABLE_SIZES, f"max_players must be in {TABLE_SIZES}")
+        check_range(self.max_players in TABLE_SIZES, "max_players", self.max_players,
+                    f"in {TABLE_SIZES}")
         for n in self.table_sizes:
             need(n in TABLE_SIZES and n <= self.max_players,
                  f"table size {n} must be in 2..max_players ({self.max_players})")
@@ -156,19 +199,19 @@ class SelfPlayConfig:
         need(all(isinstance(h, int) and h > 0 for h in self.hidden) and bool(self.hidden),
              f"hidden must be positive ints, got {self.hidden}")
         need(self.max_seconds >= 0, f"max_seconds must be >= 0, got {self.max_seconds}")
-        need(self.learning_rate > 0, "learning_rate must be > 0")
-        need(0 < self.gamma <= 1 and 0 <= self.gae_lambda <= 1,
-             "gamma must be in (0, 1] and gae_lambda in [0, 1]")
-        need(0 <= self.opponent_share < 1, "opponent_share must be in [0, 1)")
-        need(self.tribute_weight >= 0, "tribute_weight must be >= 0")
+        check_range(0 < self.gamma <= 1, "gamma", self.gamma, "in (0, 1]")
+        check_range(0 <= self.gae_lambda <= 1, "gae_lambda", self.gae_lambda, "in [0, 1]")
+        check_range(0 <= self.opponent_share < 1, "opponent_share", self.opponent_share,
+                    "in [0, 1)")
+        check_range(self.tribute_weight >= 0, "tribute_weight", self.tribute_weight, ">= 0")
         need(self.tribute_lambda is None or 0 <= self.tribute_lambda <= 1,
              f"tribute_lambda must be in [0, 1], got {self.tribute_lambda}")
-        need(self.eval_players in TABLE_SIZES and self.eval_players <= self.max_players,
-             f"eval_players must be in 2..{self.max_players}")
+        check_range(self.eval_players in TABLE_SIZES and self.eval_players <= self.max_players,
+                    "eval_players", self.eval_players, f"in 2..{self.max_players}")
         if self.eval_opponents or self.league_agents:
             from dragons_egg.agents import parse_spec
 
-            for spec in self.eval_opponents + self.league_agents:
+            for spec in (*self.eval_opponents, *self.league_agents):
                 parse_spec(spec)
         for spec in self.league_agents:
             need(league_agent(spec, 0, self).memoryless,
@@ -246,25 +289,170 @@ def league_agent(spec: str, seed: int, cfg: SelfPlayConfig):
     return agent
 
 
-def load_checkpoint(path: str | Path) -> dict[str, Any]:
+def plain_state(value: Any, where: str = "checkpoint") -> Any:
+    """``value`` as a checkpoint holds it: torch tensors, and plain data (dicts with string or
+    integer keys, lists, strings, numbers, booleans, ``None``) that ``torch.load(...,
+    weights_only=True)`` reads without unpickling any object. Tuples become lists, numpy
+    numbers Python numbers; anything else is a ``TypeError`` naming where it is."""
+    torch = _torch()
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, np.generic):  # before float: numpy's float64 is a float
+        return plain_state(value.item(), where)
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    for base in (bool, int, float, str):  # an enum or another subclass: its plain value
+        if isinstance(value, base):
+            return base(value)
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str | int) or isinstance(k, bool):
+                raise TypeError(f"{where} has a key {k!r}, which is neither a string nor an int")
+            out[k] = plain_state(v, f"{where}[{k!r}]")
+        return out
+    if isinstance(value, list | tuple):
+        return [plain_state(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    raise TypeError(f"{where} holds a {type(value).__name__}, which a checkpoint cannot hold "
+                    "(tensors and plain data only)")
+
+
+def state_digest(state: dict[str, Any]) -> str:
+    """``"sha256:<hex>"`` of a checkpoint's contents but its ``digest``: every tensor (dtype,
+    shape, bytes) and every plain value (as JSON), dicts in key order: what a checkpoint
+    records in ``digest`` and what loading checks."""
+    import hashlib
+
+    torch = _torch()
+    h = hashlib.sha256()
+
+    def feed(v: Any) -> None:
+        if isinstance(v, torch.Tensor):
+            t = v.detach().cpu().contiguous()
+            h.update(f"T{t.dtype}{tuple(t.shape)}:".encode())
+            h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+        elif isinstance(v, dict):
+            h.update(b"{")
+            for k in sorted(v, key=lambda k: (type(k).__name__, str(k))):
+                feed(k)
+                feed(v[k])
+            h.update(b"}")
+        elif isinstance(v, list | tuple):
+            h.update(b"[")
+            for x in v:
+                feed(x)
+            h.update(b"]")
+        else:
+            h.update(f"{json.dumps(v)};".encode())
+
+    feed({k: v for k, v in state.items() if k != "digest"})
+    return f"sha256:{h.hexdigest()}"
+
+
+#: What ``--trust-checkpoint`` does (the flag of ``--resume`` and of ``ship``).
+TRUST_HELP = ("load a checkpoint written before checkpoints held only tensors and plain data: "
+              "reading one unpickles Python objects, which runs any code stored in the file, "
+              "so give it only for a checkpoint from a source you trust (a warning names it)")
+_WARNED: set[str] = set()
+
+
+def _warn_once(path: Path, message: str) -> None:
+    key = f"{path.resolve()}:{message}"
+    if key not in _WARNED:
+        _WARNED.add(key)
+        print(f"warning: {message}", file=sys.stderr)
+
+
+def _check_crc(path: Path) -> None:
+    """Every member of a checkpoint's zip must match its CRC-32 (torch does not check them
+    when it reads one): a damaged file is a ``ValueError`` naming the member."""
+    import zipfile
+
+    if not zipfile.is_zipfile(path):
+        return  # torch says what is wrong with it
+    try:
+        with zipfile.ZipFile(path) as z:
+            bad = z.testzip()
+    except (OSError, zipfile.BadZipFile, EOFError, ValueError) as exc:
+        raise ValueError(f"checkpoint {path} could not be read: {exc}") from None
+    if bad is not None:
+        raise ValueError(f"checkpoint {path} is damaged: its member {bad} fails its CRC-32 "
+                         "check")
+
+
+def load_checkpoint(path: str | Path, trust: bool = False) -> dict[str, Any]:
     """Read a self-play checkpoint (``checkpoints/latest.pt``); a ``ValueError`` naming the
-    file when it is missing, unreadable or not one."""
+    file when it is missing, unreadable, damaged or not one.
+
+    It is read with ``torch.load(weights_only=True)``: tensors and plain data, nothing
+    unpickled that could run code. A checkpoint of the old format (written before, with
+    pickled objects) needs ``trust`` (``--trust-checkpoint``) and is then read with
+    ``weights_only=False``, with a warning naming it. Before torch reads the file, the CRC-32 of
+    every member of its zip is checked; after, the digest the checkpoint records
+    (:func:`state_digest`; an old checkpoint has none, and a warning says its contents are
+    unchecked), and the network's weights must be finite."""
+    import pickle
+    import zipfile
+
     torch = _torch()
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"checkpoint {path} does not exist")
+    _check_crc(path)
     try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        if not zipfile.is_zipfile(path):
+            raise ValueError(f"checkpoint {path} could not be read: "
+                             f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+        if not trust:
+            raise ValueError(f"checkpoint {path} is in the old format, whose loading unpickles "
+                             "Python objects and so runs any code stored in the file; if you "
+                             "trust where it came from, load it with --trust-checkpoint (the "
+                             "next checkpoint is saved in the new format)") from None
+        _warn_once(path, f"loading checkpoint {path} with --trust-checkpoint: it is in the old "
+                         "format, and loading it runs any code stored in it")
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=False)
+        except Exception as exc:  # noqa: BLE001 - torch raises many kinds on a bad file
+            raise ValueError(f"checkpoint {path} could not be read: "
+                             f"{type(exc).__name__}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - torch raises many kinds on a bad file
         raise ValueError(f"checkpoint {path} could not be read: "
                          f"{type(exc).__name__}: {exc}") from None
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"{path} is not a self-play checkpoint")
+    digest = state.get("digest")
+    if digest is None:
+        _warn_once(path, f"checkpoint {path} records no digest (written before checkpoints "
+                         "did): its contents are not checked")
+    else:
+        try:
+            actual = state_digest(state)
+        except (TypeError, ValueError) as exc:  # a value JSON cannot hold
+            raise ValueError(f"{path} is not a self-play checkpoint: {exc}") from None
+        if digest != actual:
+            raise ValueError(f"checkpoint {path} is damaged or was altered: its contents do "
+                             f"not match the digest it records ({str(digest)[:19]}...)")
+    for key, kind in CHECKPOINT_FIELDS.items():
+        if not isinstance(state.get(key), kind):
+            want = " or ".join(t.__name__ for t in (kind if isinstance(kind, tuple) else (kind,)))
+            raise ValueError(f"{path} is not a self-play checkpoint: its {key!r} is "
+                             f"{type(state.get(key)).__name__}, not {want}")
+    model = state["model"]
+    for name, t in model.items():
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and \
+                not bool(torch.isfinite(t).all()):
+            raise ValueError(f"checkpoint {path}: its weight {name} holds values that are not "
+                             "finite (NaN or infinity)")
     return state
 
 
 def config_from_dict(data: dict[str, Any]) -> SelfPlayConfig:
-    """A :class:`SelfPlayConfig` from its ``dataclasses.asdict`` form (lists for tuples)."""
+    """A :class:`SelfPlayConfig` from its ``dataclasses.asdict`` form (lists for tuples); a
+    ``ValueError`` naming an unknown setting or a value of the wrong type
+    (:func:`~dragons_egg.experiments.cli_args.check_settings`)."""
+    check_settings(SelfPlayConfig, data)
     data = dict(data)
     for k in ("table_sizes", "hidden", "eval_opponents", "league_agents"):
         if k in data:
@@ -284,22 +472,25 @@ def saved_config(state: dict[str, Any], path: str | Path) -> SelfPlayConfig:
 
 
 def resumed_config(checkpoint: str | Path, parsed: SelfPlayConfig,
-                   given: set[str] | frozenset[str] = frozenset()) -> SelfPlayConfig:
+                   given: set[str] | frozenset[str] = frozenset(),
+                   trust: bool = False) -> SelfPlayConfig:
     """The settings ``--resume checkpoint`` continues with: the checkpoint's, with those
     ``given`` on the command line taken from ``parsed``; in the checkpoint's run folder
     unless ``out_dir`` or ``run_name`` is given
     (:func:`dragons_egg.experiments.cli_args.resumed_settings`). A ``ValueError`` for a bad
-    checkpoint or a setting that cannot change (:data:`FROZEN_ON_RESUME`)."""
-    saved = saved_config(load_checkpoint(checkpoint), checkpoint)
+    checkpoint or a setting that cannot change (:data:`FROZEN_ON_RESUME`); ``trust`` loads a
+    checkpoint of the old format (:func:`load_checkpoint`)."""
+    saved = saved_config(load_checkpoint(checkpoint, trust), checkpoint)
     return resumed_settings(saved, parsed, given, checkpoint, FROZEN_ON_RESUME)
 
 
 def export_checkpoint(path: str | Path, dest: str | Path, command: str = "",
-                      note: str = "") -> Path:
+                      note: str = "", trust: bool = False) -> Path:
     """Write the policy of a self-play checkpoint as an ``dragons_egg.agents.netpolicy`` file, its
     provenance (command, note, samples, training seconds, config, evaluations) in the file's
-    metadata and in a ``.json`` beside it."""
-    state = load_checkpoint(path)
+    metadata and in a ``.json`` beside it. The checkpoint is read by :func:`load_checkpoint`
+    (``trust`` for one of the old format); weights that are not finite are refused."""
+    state = load_checkpoint(path, trust)
     cfg = config_from_dict(state["config"])
     model = build_network(cfg)
     model.load_state_dict(state["model"])
@@ -591,7 +782,8 @@ def evaluate_spec(me: str, cfg: SelfPlayConfig, seed: int) -> dict[str, Any]:
     opps = list(cfg.eval_opponents)
     lineup = [me] + [opps[i % len(opps)] for i in range(n - 1)]
     tc = TournamentConfig(agents=lineup, num_players=n, matches=cfg.eval_matches, seed=seed,
-                          num_rounds=cfg.num_rounds, workers=cfg.eval_workers, bootstrap=1000)
+                          num_rounds=cfg.num_rounds, workers=cfg.eval_workers, bootstrap=1000,
+                          on_agent_error="stop")  # a failing agent is a bug, not a forfeit
     summary = summarize(tc, run_matches(tc, progress=False))
     mine = summary["agents"][me]
     out: dict[str, Any] = {"mean_score": mine["mean_score"].mean}
@@ -644,14 +836,27 @@ class Run:
     line makes from the checkpoint's settings and the ones given
     (:func:`resumed_config`); every setting ``cfg`` changes is printed and recorded in
     ``config_history.json``, and ``eval.csv`` holds the checkpoint's evaluations, the new
-    ones appended."""
+    ones appended. ``trust_checkpoint`` (``--trust-checkpoint``) loads a checkpoint of the old
+    format, which runs code (:func:`load_checkpoint`).
 
-    def __init__(self, cfg: SelfPlayConfig, resume: str | None = None) -> None:
+    A run folder holds one run: a folder with another run's files (:data:`RUN_FILES`) is a
+    ``ValueError`` naming ``--resume`` and ``--run-name``, unless ``overwrite`` removes them
+    first (:func:`~dragons_egg.experiments.cli_args.claim_run_dir`). A Ctrl-C during
+    :meth:`train` saves a checkpoint and raises
+    :class:`~dragons_egg.experiments.cli_args.RunInterrupted`."""
+
+    def __init__(self, cfg: SelfPlayConfig, resume: str | None = None,
+                 trust_checkpoint: bool = False, overwrite: bool = False) -> None:
         cfg.validate()
         self.cfg = cfg
         self.dir = cfg.run_dir
+        # a new run, or a resume in the checkpoint's own run folder or in one with no run
+        claim_run_dir(self.dir, RUN_FILES, latest=latest_checkpoint, resume=resume,
+                      overwrite=overwrite)
         (self.dir / "checkpoints").mkdir(parents=True, exist_ok=True)
         (self.dir / "policies").mkdir(exist_ok=True)
+        #: Ctrl-C waits for the update in progress (:meth:`iteration`).
+        self.hold = HeldInterrupts("this update")
         self.learner = Learner(cfg)
         self.samples = 0
         self.updates = 0
@@ -665,7 +870,7 @@ class Run:
         #: What :meth:`train` announced of the sample budget (:meth:`sample_budget`).
         self.budget: dict[str, Any] | None = None
         if resume:
-            self._load(Path(resume))
+            self._load(Path(resume), trust_checkpoint)
             restore_eval_csv(self.dir / "eval.csv", self.history, self.samples)
         write_run_config(self.dir, cfg, self.config_history)
         self.collector = Collector(cfg, cfg.seed + self.updates)
@@ -678,23 +883,29 @@ class Run:
 
     # -- checkpoints -----------------------------------------------------------------------
     def save(self) -> Path:
+        """Write ``checkpoints/latest.pt`` (a temporary file, renamed): tensors and plain data
+        only (:func:`plain_state`, so that it loads with ``weights_only=True``), with the
+        digest of its contents (:func:`state_digest`)."""
         torch = self.learner.torch
         path = self.dir / "checkpoints" / "latest.pt"
-        state = {"format": CHECKPOINT_FORMAT, "config": dataclasses.asdict(self.cfg),
-                 "model": self.learner.model.state_dict(),
-                 "optimizer": self.learner.opt.state_dict(),
-                 "generator": self.learner.gen.get_state(), "samples": self.samples,
-                 "updates": self.updates, "seconds": self.seconds,
-                 "eval_seconds": self.eval_seconds, "history": self.history,
-                 "league": self.league, "marks": self.marks,
-                 "config_history": self.config_history}
+        state = plain_state({
+            "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION,
+            "config": dataclasses.asdict(self.cfg),
+            "model": dict(self.learner.model.state_dict()),
+            "optimizer": self.learner.opt.state_dict(),
+            "generator": self.learner.gen.get_state(), "samples": self.samples,
+            "updates": self.updates, "seconds": self.seconds,
+            "eval_seconds": self.eval_seconds, "history": self.history,
+            "league": self.league, "marks": self.marks,
+            "config_history": self.config_history})
+        state["digest"] = state_digest(state)
         tmp = path.with_name(path.name + ".tmp")
         torch.save(state, tmp)
         tmp.replace(path)
         return path
 
-    def _load(self, path: Path) -> None:
-        state = load_checkpoint(path)
+    def _load(self, path: Path, trust: bool = False) -> None:
+        state = load_checkpoint(path, trust)
         if tuple(state["config"]["hidden"]) != tuple(self.cfg.hidden) or \
                 state["config"]["max_players"] != self.cfg.max_players:
             raise ValueError(f"checkpoint {path} has another network shape (hidden "
@@ -780,21 +991,34 @@ class Run:
         return b
 
     def train(self) -> Path:
+        """Train to the end of the run's budget; returns ``final.npz``. A Ctrl-C saves a
+        checkpoint (after the update in progress, :attr:`hold`) and raises
+        :class:`~dragons_egg.experiments.cli_args.RunInterrupted`, which says where."""
         cfg = self.cfg
         self.budget = self.announce_budget()
         bar = _progress(cfg, self.samples)
-        while self.samples < cfg.total_samples and not self.out_of_time():
-            stats = self.iteration()
+        try:
+            self.periodic()  # what a Ctrl-C left undone at the checkpoint's samples
+            while self.samples < cfg.total_samples and not self.out_of_time():
+                stats = self.iteration()
+                if bar is not None:
+                    bar.update(stats["samples"])
+                    post = {"sps": f"{self.samples / max(self.seconds, 1e-9):,.0f}"}
+                    if cfg.max_seconds:
+                        post["train_s"] = f"{self.seconds:,.0f}/{cfg.max_seconds:,.0f}"
+                    bar.set_postfix(post)
+                self.periodic()
             if bar is not None:
-                bar.update(stats["samples"])
-                post = {"sps": f"{self.samples / max(self.seconds, 1e-9):,.0f}"}
-                if cfg.max_seconds:
-                    post["train_s"] = f"{self.seconds:,.0f}/{cfg.max_seconds:,.0f}"
-                bar.set_postfix(post)
-            self.periodic()
-        if bar is not None:
-            bar.close()
-        return self.finish()
+                bar.close()
+                bar = None
+            return self.finish()
+        except KeyboardInterrupt:
+            if bar is not None:
+                bar.close()
+            if self.hold.torn:  # a second Ctrl-C cut an update: nothing whole to save
+                raise RunInterrupted(None, self.samples, "samples",
+                                     latest_checkpoint(self.dir)) from None
+            raise RunInterrupted(self.save(), self.samples, "samples") from None
 
     def out_of_time(self) -> bool:
         """Whether another update would take the run past its ``max_seconds`` of training,
@@ -823,14 +1047,15 @@ class Run:
         ro, info = self.collector.collect(self.learner.act, self._snapshot_fns(),
                                           self.learner.value)
         t1 = time.perf_counter()
-        adv = advantages(ro, cfg.rollout_steps, self.collector.num, cfg.gamma, cfg.gae_lambda,
-                         cfg.tribute_lambda)
-        stats = self.learner.update(ro, adv)
-        t2 = time.perf_counter()
-        n = int(ro.learner.sum())
-        self.samples += n
-        self.updates += 1
-        self.seconds += t2 - t0
+        with self.hold:  # a Ctrl-C waits for the update and its counts: the state stays whole
+            adv = advantages(ro, cfg.rollout_steps, self.collector.num, cfg.gamma,
+                             cfg.gae_lambda, cfg.tribute_lambda)
+            stats = self.learner.update(ro, adv)
+            t2 = time.perf_counter()
+            n = int(ro.learner.sum())
+            self.samples += n
+            self.updates += 1
+            self.seconds += t2 - t0
         stats.update(samples=n, learning_rate=lr, collect_s=t1 - t0, update_s=t2 - t1,
                      samples_per_s=n / (t2 - t0), rounds=info["rounds"])
         if self.writer is not None:
@@ -840,15 +1065,19 @@ class Run:
 
     def periodic(self) -> None:
         """Take the league snapshot, evaluation and checkpoint that are due by the samples
-        so far (each every its own number of samples; 0: never)."""
+        so far (each every its own number of samples; 0: never). A snapshot's and an
+        evaluation's mark moves once it is done, so that one a Ctrl-C cut is still due when
+        the run resumes at the same samples (and one that was done is not done twice)."""
         cfg = self.cfg
         m = self.marks
         if cfg.snapshot_every and self.samples - m["snapshot"] >= cfg.snapshot_every:
+            if not any(Path(p).name == f"snapshot_{self.samples}.npz" for p in self.league):
+                self._add_snapshot()
             m["snapshot"] = self.samples
-            self._add_snapshot()
         if cfg.eval_every and self.samples - m["eval"] >= cfg.eval_every:
+            if not self.history or self.history[-1]["samples"] != self.samples:
+                self.run_eval()
             m["eval"] = self.samples
-            self.run_eval()
         if cfg.checkpoint_every and self.samples - m["checkpoint"] >= cfg.checkpoint_every:
             m["checkpoint"] = self.samples
             self.save()
@@ -929,20 +1158,19 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def _append_csv(path: Path, row: dict[str, Any]) -> None:
-    """Append ``row`` to a CSV file (a header first when the file is new or empty). A row
-    with other columns than the file's (other evaluation opponents after a resume) rewrites
-    the file with every column, so that no value lands under another's header."""
+    """Append ``row`` to an ``eval*.csv`` (a header first when the file is new or empty) under
+    the file's header, a column the row lacks left empty (NaN to :func:`read_eval_csv`). A row
+    with a column the file lacks (other evaluation opponents after a resume) rewrites the file
+    with every column (:func:`_write_csv`), so that no value lands under another's header."""
     header: list[str] | None = None
     if path.is_file() and path.stat().st_size:
         with open(path, newline="") as f:
             header = next(csv.reader(f), None)
-    if header is not None and header != list(row):
-        with open(path, newline="") as f:
-            old = list(csv.DictReader(f))
-        _write_csv(path, [*old, row])
+    if header is not None and not set(row) <= set(header):
+        _write_csv(path, [*read_eval_csv(path), row])
         return
     with open(path, "a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(row))
+        w = csv.DictWriter(f, fieldnames=header or list(row), restval="")
         if header is None:
             w.writeheader()
         w.writerow(_cells(row))
@@ -953,31 +1181,59 @@ def restore_eval_csv(path: Path, history: list[dict[str, Any]], samples: int,
     """On resume: make ``eval.csv`` hold the checkpoint's evaluations (``history``, each
     with its ``key``: samples or timesteps), so that the new rows continue them. Rows the
     file has beyond them (evaluations after the checkpoint, whose training the resumed run
-    does again) are kept aside in ``eval-before-resume-<samples>.csv``, a name the learning
-    curve does not read, and that is said."""
-    rows = read_eval_csv(path)
-    if [r.get(key) for r in rows] == [h.get(key) for h in history]:
+    does again) are kept aside in ``eval-before-resume-<samples>.csv`` (``-2``, ``-3``, ...
+    when that name is taken), a name the learning curve does not read, and that is said; so is
+    a file that cannot be read (rows of two sets of columns, as versions before 0.4 appended
+    after a change of evaluation opponents)."""
+    try:
+        rows: list[dict[str, Any]] | None = read_eval_csv(path)
+        problem = "had evaluations the checkpoint (at {samples:,} {key}) does not have"
+    except ValueError as exc:
+        rows, problem = None, f"could not be read ({exc})"
+    if rows is not None and [r.get(key) for r in rows] == [h.get(key) for h in history]:
         return
-    if rows:
+    if rows is None or rows:
         aside = path.with_name(f"eval-before-resume-{samples}.csv")
+        n = 1
+        while aside.exists():
+            n += 1
+            aside = path.with_name(f"eval-before-resume-{samples}-{n}.csv")
         path.replace(aside)
-        print(f"{path} had evaluations the checkpoint (at {samples:,} {key}) does not have: "
-              f"it now holds the checkpoint's {len(history)}; the file as it was is {aside}",
-              file=sys.stderr)
+        print(f"{path} {problem.format(samples=samples, key=key)}: it now holds the "
+              f"checkpoint's {len(history)}; the file as it was is {aside}", file=sys.stderr)
     if history:
         _write_csv(path, history)
     elif path.exists():
         path.unlink()
 
 
+def _number(path: Path, line: int, key: str, text: str) -> float | int:
+    try:
+        return int(text) if key in ("samples", "timesteps") else float(text) if text else math.nan
+    except ValueError:
+        raise ValueError(f"{path}, line {line}: {key} is {text!r}, not a number") from None
+
+
 def read_eval_csv(path: Path) -> list[dict[str, Any]]:
     """The rows of an ``eval*.csv`` (``samples`` and ``timesteps`` as ints, the rest as
-    floats; an empty cell, an interval left out for too few deal sequences, as NaN)."""
+    floats; an empty cell, an interval left out for too few deal sequences, or a column a row
+    did not have, as NaN): the schema :func:`_write_csv` writes, every row under the one
+    header with every column. A row with another number of cells than the header, or a cell
+    that is not a number, is a ``ValueError`` naming the file and the line."""
     if not path.is_file():
         return []
     with open(path, newline="") as f:
-        return [{k: int(v) if k in ("samples", "timesteps") else float(v) if v != ""
-                 else math.nan for k, v in r.items()} for r in csv.DictReader(f)]
+        lines = list(csv.reader(f))
+    header = lines[0] if lines else []
+    rows = []
+    for n, cells in enumerate(lines[1:], start=2):
+        if not cells:
+            continue
+        if len(cells) != len(header):
+            raise ValueError(f"{path}, line {n}: {len(cells)} cells under a header of "
+                             f"{len(header)} columns (rows of two sets of columns in one file)")
+        rows.append({k: _number(path, n, k, v) for k, v in zip(header, cells, strict=True)})
+    return rows
 
 
 def merged_evals(run_dir: Path) -> list[dict[str, Any]]:
@@ -1033,20 +1289,27 @@ def _plot_curve(history: list[dict[str, Any]], path: Path) -> None:
 RESUME_HELP = ("continue the run of this checkpoint (checkpoints/latest.pt) in its own run "
                "folder with its saved settings; settings given here (flags, or those a "
                "--config file names) override single ones, each change printed and recorded "
-               "in config_history.json; hidden and max_players cannot change")
+               "in config_history.json; hidden and max_players cannot change; a checkpoint "
+               "of the old format (pickled objects) loads only with --trust-checkpoint")
+#: The switch that loads a checkpoint of the old format (:data:`TRUST_HELP`).
+TRUST_FLAG = "--trust-checkpoint"
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[SelfPlayConfig, str | None]:
     """The settings and ``--resume``: from ``--config FILE|NAME`` (JSON) and flags; with
     ``--resume CHECKPOINT``, the checkpoint's settings with those given explicitly
-    (:func:`resumed_config`). Bad input is a one-line error and exit status 2."""
+    (:func:`resumed_config`; ``--trust-checkpoint`` for a checkpoint of the old format). Bad
+    input is a one-line error and exit status 2."""
     parsed = parse_config_cli(SelfPlayConfig, argv, config_from_dict, "--resume",
                               "Batched self-play PPO on the compiled engine.",
-                              extra_help=RESUME_HELP, extra_metavar="CHECKPOINT.pt")
+                              extra_help=RESUME_HELP, extra_metavar="CHECKPOINT.pt",
+                              switches=[("--overwrite", OVERWRITE_HELP),
+                                        (TRUST_FLAG, TRUST_HELP)])
     cfg = parsed.settings
+    trust = TRUST_FLAG in parsed.switches
     if parsed.extra is not None:
         try:
-            cfg = resumed_config(parsed.extra, cfg, parsed.given)
+            cfg = resumed_config(parsed.extra, cfg, parsed.given, trust)
         except ValueError as exc:
             print(f"error: --resume: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
@@ -1058,12 +1321,19 @@ def main(argv: list[str] | None = None) -> int:
 
     require_cli("python -m dragons_egg.experiments.selfplay", "train")
     cfg, resume = parse_args(argv)
+    prog = module_prog(SelfPlayConfig) or "python -m dragons_egg.experiments.selfplay"
     try:
-        run = Run(cfg, resume)
+        run = Run(cfg, resume, trust_checkpoint=switch_given(argv, TRUST_FLAG),
+                  overwrite=switch_given(argv, "--overwrite"))
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    final = run.train()
+    except KeyboardInterrupt as exc:
+        return interrupted_exit(exc, prog)
+    try:
+        final = run.train()
+    except KeyboardInterrupt as exc:  # Run.train saved a checkpoint (RunInterrupted)
+        return interrupted_exit(exc, prog)
     print(f"wrote {final} ({run.samples:,} samples in {run.seconds:,.0f} s: "
           f"{run.samples / max(run.seconds, 1e-9):,.0f} samples/s)")
     return 0

@@ -77,7 +77,7 @@ def train_selfplay(name: str, budget: Budget, out: Path) -> tuple[str, dict[str,
     cfg = SelfPlayConfig(total_samples=10**12, eval_every=0, eval_opponents=(),
                          checkpoint_every=0, out_dir=str(out), run_name=name, progress=False,
                          **SELFPLAY_VARIANTS[name])
-    run = Run(cfg)
+    run = Run(cfg, overwrite=True)  # a scratch run: a rerun replaces it
     run.iteration()  # warm-up
     start = run.samples
     budget.start()
@@ -125,7 +125,7 @@ def train_sb3_vector(budget: Budget, out: Path) -> tuple[str, dict[str, Any]]:
     path = out / "sb3-vector.zip"
     model.save(path)
     vec.close()
-    return f"ppo:path={path}", fig
+    return f"ppo:path={path},trust=1", fig  # the SB3 zip this process saved
 
 
 def train_sb3_train_ppo(budget: Budget, out: Path) -> tuple[str, dict[str, Any]]:
@@ -144,7 +144,7 @@ def train_sb3_train_ppo(budget: Budget, out: Path) -> tuple[str, dict[str, Any]]
     path = out / "sb3-train_ppo.zip"
     model.save(path)
     venv.close()
-    return f"ppo:path={path}", fig
+    return f"ppo:path={path},trust=1", fig  # the SB3 zip this process saved
 
 
 def run_variant(name: str, seconds: float, out: Path) -> tuple[str, dict[str, Any]]:

@@ -16,6 +16,13 @@ evaluations) into the file's metadata and a ``.json`` beside it, which the READM
 tests read. A policy file (a league snapshot of a run, ``policies/snapshot_*.npz``) is
 shipped as it is, with the provenance it carries. The ``ppo:path=FILE.npz`` agent plays the
 result.
+
+Nothing is shipped that does not load cleanly: a policy file is read as every policy file is
+(numbers only, headers checked before the arrays are read, its digest where it records one), a
+checkpoint with ``torch.load(weights_only=True)`` after the CRC-32 of its zip members, then its
+digest (:func:`dragons_egg.experiments.selfplay.load_checkpoint`); weights that are not finite
+(NaN, infinity) are refused, with a one-line error naming the file. A checkpoint of the old
+format (pickled objects, which run code when loaded) is read only with ``--trust-checkpoint``.
 """
 
 from __future__ import annotations
@@ -82,6 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--note", default="",
                    help="anything the provenance should say besides the command (how the run "
                    "was stopped and resumed, settings changed on the way)")
+    p.add_argument("--trust-checkpoint", action="store_true",
+                   help="for a self-play checkpoint of the old format: load a checkpoint written "
+                   "before checkpoints held only tensors and plain data; reading one unpickles "
+                   "Python objects, which runs any code stored in the file, so give it only "
+                   "for a checkpoint from a source you trust (a warning names it)")
     args = p.parse_args(argv)
     if not args.into_package and args.dest is None:
         p.error("say where to write the policy: --dest FILE.npz, or --into-package to "
@@ -97,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         if is_policy_file(args.checkpoint):
             dest = ship_policy_file(args.checkpoint, dest, command, args.note)
         else:
-            dest = export_checkpoint(args.checkpoint, dest, command, args.note)
+            dest = export_checkpoint(args.checkpoint, dest, command, args.note,
+                                     trust=args.trust_checkpoint)
     except ValueError as exc:
         p.error(str(exc))
     print(f"wrote {dest} and {dest.with_suffix('.json')}", file=sys.stderr)

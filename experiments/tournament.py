@@ -44,6 +44,31 @@ Pairwise differences exist only for pairs that shared a deal sequence (with more
 seats some pairs may never meet); the report calls an interval from fewer than
 :data:`MIN_SEQUENCES` deal sequences too few, and shows only its mean. Match scores are exact
 (see :mod:`dragons_egg.agents.runner`): statistics count them in whole units of ``1/(n-1)``.
+
+Durable runs. With an output folder, ``config.json`` is written before the first result and
+every match is appended to ``results.jsonl`` (and flushed) as it comes back from the
+workers, in the order matches finish; each line names its deal sequence and rotation, and
+the summary sorts them, so the order never changes a statistic. When the run completes,
+``results.jsonl`` is rewritten in match order. A run that stops early (Ctrl-C, an agent
+failing with ``on_agent_error="stop"``, a worker that dies) keeps every match that came back,
+and writes ``summary.json`` (``"partial": true``) and ``report.md`` ("partial: N of M
+matches") from them. ``run_tournament(config, resume=True)`` (``--resume DIR``) plays only
+the matches missing from the folder, with the settings saved in its ``config.json``: a
+setting that changes the results (agents, table, matches, seed, rounds, rules, bootstrap,
+move timeout) may not differ, and the summary is then the one an uninterrupted run gives.
+A folder that already holds a tournament is refused unless ``resume=True`` or
+``overwrite=True`` (``--overwrite``: the tournament's files are replaced, nothing else).
+
+Agent failures. An agent that raises, returns something that is not an action index
+(``None``, a float, a string) or an illegal action, or (with ``move_timeout``) runs past the
+time limit of a call, is recorded against its label, with the match's seed and a replay of the
+match up to the failure (``replays/seqS-rotR.json`` in the output folder). With
+``on_agent_error="forfeit"`` (the default) the match counts as a forfeit of that agent (it
+finishes last in the forfeit round and the match ends: the rule is in
+:mod:`dragons_egg.agents.runner`), the result line carries a ``forfeit`` record, the summary
+lists every forfeit and the run goes on; with ``"stop"`` the run stops
+(:class:`AgentFailed`), the failing match is not recorded, and a resume plays it again.
+``move_timeout`` needs ``signal.setitimer`` (Unix) and, with ``workers=1``, the main thread.
 """
 
 from __future__ import annotations
@@ -54,12 +79,13 @@ import math
 import os
 import pickle
 import random
+import shlex
 import signal
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -76,8 +102,13 @@ from dragons_egg.agents import (
     restore_registrations,
 )
 from dragons_egg.agents.base import Agent
-from dragons_egg.agents.runner import PolicyAgent, play_match, reward_units
-from dragons_egg.experiments.cli_args import int_range, rule_flag, table_size
+from dragons_egg.agents.runner import (
+    PolicyAgent,
+    check_move_timeout,
+    play_match,
+    reward_units,
+)
+from dragons_egg.experiments.cli_args import int_range, positive_float, rule_flag, table_size
 from dragons_egg_env import engine as E
 from dragons_egg_env.cards import NUM_CARDS, codes
 from dragons_egg_env.config import ConfigError, RulesConfig
@@ -85,6 +116,9 @@ from dragons_egg_env.extras import explain, require, require_cli
 
 #: Intervals from fewer deal sequences than this are reported as too few.
 MIN_SEQUENCES = 10
+
+#: What a tournament does when an agent fails a match (``TournamentConfig.on_agent_error``).
+ON_AGENT_ERROR = ("forfeit", "stop")
 
 
 def _qualname(obj: Any) -> str:
@@ -184,6 +218,11 @@ class TournamentConfig:
     #: Bootstrap resamples for the intervals.
     bootstrap: int = 2000
     out_dir: str | None = None
+    #: ``"forfeit"``: an agent that fails a match forfeits it and the run goes on;
+    #: ``"stop"``: the run stops (:class:`AgentFailed`), keeping every finished match.
+    on_agent_error: str = "forfeit"
+    #: Seconds each call to an agent may take (``None``: no limit); a late agent fails.
+    move_timeout: float | None = None
 
     def rules_config(self) -> RulesConfig:
         extra = set(self.rules) & {"num_players", "num_rounds"}
@@ -225,10 +264,48 @@ class TournamentConfig:
             raise ValueError(f"matches must be >= 1, got {self.matches}")
         if self.workers < 1:
             raise ValueError(f"workers must be >= 1, got {self.workers}")
+        if self.on_agent_error not in ON_AGENT_ERROR:
+            raise ValueError(f"on_agent_error is one of {', '.join(ON_AGENT_ERROR)}, got "
+                             f"{self.on_agent_error!r}")
+        self._check_move_timeout()
         if self.workers > 1:
             for e in entrants.values():
                 _check_picklable(e, self.workers)
             _worker_registrations(self)
+
+    def _check_move_timeout(self) -> None:
+        t = self.move_timeout
+        if t is None:
+            return
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) \
+                or t <= 0:
+            raise ValueError(f"move_timeout is a positive number of seconds, got {t!r}")
+        why = check_move_timeout()
+        if why is None:
+            return
+        if not hasattr(signal, "setitimer"):
+            raise ValueError(why)
+        if self.workers == 1:  # workers play in their processes' main threads
+            raise ValueError(f"{why}, and with workers=1 matches play in this thread: run "
+                             "the tournament from the main thread, or with workers >= 2")
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TournamentConfig:
+        """The config that :meth:`to_json` described (``config.json``); an entrant given by
+        a factory or a policy cannot be rebuilt from its name (a ``ValueError``)."""
+        agents: list[str | Entrant] = []
+        for i, a in enumerate(data.get("agents") or []):
+            if isinstance(a, str):
+                agents.append(a)
+            elif isinstance(a, dict) and set(a) == {"label", "spec"}:
+                agents.append(Entrant(a["label"], spec=a["spec"]))
+            else:
+                raise ValueError(
+                    f"agent {i + 1} of the saved config, {a!r}, is a factory or a policy: "
+                    "only the program that made it can rebuild it (resume with "
+                    "run_tournament(config, resume=True) there)")
+        known = {f.name for f in fields(cls)} - {"agents"}
+        return cls(agents=agents, **{k: v for k, v in data.items() if k in known})
 
     def registrations(self) -> dict[str, Callable[..., Agent]]:
         """The agents added with :func:`dragons_egg.agents.register` that this tournament's specs
@@ -333,20 +410,34 @@ def deal_sequence(config: RulesConfig, seed: int) -> list[list[int]]:
     return deals
 
 
+def match_tasks(tc: TournamentConfig) -> list[tuple[int, int]]:
+    """Every match of the tournament as ``(deal sequence, rotation)``, in match order."""
+    return [(seq, rot) for seq in range(tc.num_sequences) for rot in range(tc.num_players)]
+
+
+def _seats(tc: TournamentConfig, seq: int, rot: int) -> list[str]:
+    """The label at every seat of a match: agent ``j`` of the line-up moves ``rot`` seats
+    left."""
+    lineup = tc.lineup(seq)
+    n = tc.num_players
+    return [lineup[(j - rot) % n] for j in range(n)]
+
+
 def _play_task(tc: TournamentConfig, seq: int, rot: int,
                entrants: dict[str, Entrant] | None = None) -> dict[str, Any]:
     config = tc.rules_config()
     n = tc.num_players
     entrants = entrants or tc.by_label()
     deals = deal_sequence(config, _derive(tc.seed, seq))
-    lineup = tc.lineup(seq)
-    seats = [lineup[(j - rot) % n] for j in range(n)]  # rotation: agent j moves rot seats left
-    agents = [entrants[label].make(_derive(tc.seed, seq, rot, j))
-              for j, label in enumerate(seats)]
+    seats = _seats(tc, seq, rot)
+    agent_seeds = [_derive(tc.seed, seq, rot, j) for j in range(n)]
+    agents = [entrants[label].make(agent_seeds[j]) for j, label in enumerate(seats)]
+    match_seed = _derive(tc.seed, seq, rot)
     start = time.perf_counter()
-    rec = play_match(agents, config, seed=_derive(tc.seed, seq, rot),
-                     deals=[[codes(h) for h in hands] for hands in deals])
-    return {
+    rec = play_match(agents, config, seed=match_seed,
+                     deals=[[codes(h) for h in hands] for hands in deals],
+                     on_agent_error="forfeit", move_timeout=tc.move_timeout)
+    out: dict[str, Any] = {
         "sequence": seq,
         "rotation": rot,
         "seats": seats,
@@ -355,14 +446,20 @@ def _play_task(tc: TournamentConfig, seq: int, rot: int,
         "steps": rec.steps,
         "seconds": round(time.perf_counter() - start, 4),
     }
+    if rec.forfeit is not None:
+        f = rec.forfeit
+        out["forfeit"] = {"label": seats[f.seat], **f.to_dict(), "match_seed": match_seed,
+                          "agent_seed": agent_seeds[f.seat], "replay": rec.replay}
+    return out
 
 
-def _progress(total: int, desc: str):
+def _progress(total: int, desc: str, initial: int = 0) -> Any:
     try:
         from tqdm import tqdm
     except ImportError:  # pragma: no cover - tqdm is installed with the experiments extra
         return None
-    return tqdm(total=total, desc=desc, unit="match", file=sys.stderr, dynamic_ncols=True)
+    return tqdm(total=total, initial=initial, desc=desc, unit="match", file=sys.stderr,
+                dynamic_ncols=True)
 
 
 #: The tournament config of a worker process (set by :func:`_init_worker`).
@@ -387,40 +484,118 @@ def default_start_method() -> str:
     return "spawn" if sys.platform == "darwin" else "fork"
 
 
+class TournamentStopped(RuntimeError):
+    """The tournament stopped before its last match: an agent failed with
+    ``on_agent_error="stop"`` (:class:`AgentFailed`) or a worker process died
+    (:class:`WorkerDied`). ``results`` holds the matches this call finished, in match order
+    (with an output folder they are saved there too)."""
+
+    def __init__(self, message: str, results: Sequence[dict[str, Any]] = ()) -> None:
+        super().__init__(message)
+        self.results = list(results)
+
+
+class AgentFailed(TournamentStopped):
+    """An agent failed a match with ``on_agent_error="stop"``. ``record`` is that match's
+    result line with its ``forfeit`` record (which agent, how, the match's seed and its
+    replay: a path in the output folder, or the replay itself without one); the match is
+    not among the finished ones."""
+
+    def __init__(self, record: dict[str, Any], results: Sequence[dict[str, Any]] = ()) -> None:
+        super().__init__("", results)
+        self.record = record
+
+    def __str__(self) -> str:  # the replay's path is known once it is saved
+        return failure_line(self.record)
+
+
+class WorkerDied(TournamentStopped):
+    """A worker process ended while it played (its exit status or signal is the message)."""
+
+
+def failure_line(record: dict[str, Any], out_dir: str | os.PathLike[str] | None = None
+                 ) -> str:
+    """One line on a forfeited match: the agent, how it failed, the match and its replay."""
+    f = record["forfeit"]
+    replay = f.get("replay")
+    where = (f"replay: {Path(out_dir, replay) if out_dir else replay}"
+             if isinstance(replay, str) else "its replay is in the result's forfeit record")
+    return (f"agent {f['label']!r} failed ({f['kind']}) in the match of deal sequence "
+            f"{record['sequence']}, rotation {record['rotation']} (seat {f['seat']}, round "
+            f"{f['round'] + 1}, match seed {f['match_seed']}): {f['error']}; {where}")
+
+
+class _Collector:
+    """Takes results as they come back: keeps them, hands each to ``on_result``, moves the
+    bar, and with ``on_agent_error="stop"`` stops at a forfeit."""
+
+    def __init__(self, tc: TournamentConfig, on_result: Callable[[dict[str, Any]], None] | None,
+                 bar: Any) -> None:
+        self.stop = tc.on_agent_error == "stop"
+        self.on_result = on_result
+        self.bar = bar
+        self.results: list[dict[str, Any]] = []
+
+    def __call__(self, rs: list[dict[str, Any]], may_stop: bool = True) -> None:
+        failed = None
+        for r in rs:
+            if self.stop and r.get("forfeit"):
+                failed = failed or r
+                continue
+            if self.on_result is not None:
+                self.on_result(r)
+            self.results.append(r)
+            if self.bar:
+                self.bar.update()
+        if failed is not None and may_stop:
+            raise AgentFailed(failed)
+
+
 def run_matches(tc: TournamentConfig, progress: bool = True,
-                start_method: str | None = None) -> list[dict[str, Any]]:
+                start_method: str | None = None, *, done: Iterable[tuple[int, int]] = (),
+                on_result: Callable[[dict[str, Any]], None] | None = None
+                ) -> list[dict[str, Any]]:
     """Play every (deal sequence, rotation) match; results sorted by sequence and rotation.
     ``start_method`` (``"fork"``, ``"spawn"``, ``"forkserver"``) is how worker processes
     start when ``workers > 1`` (default: :func:`default_start_method`); it never changes the
-    results."""
+    results. ``done``: matches already played, as ``(sequence, rotation)``, which are
+    skipped; ``on_result`` is called with each result as it comes back (in the order
+    matches finish). A stop raises :class:`AgentFailed` or :class:`WorkerDied` with the
+    finished matches; Ctrl-C raises ``KeyboardInterrupt`` after the results that had come
+    back went to ``on_result``."""
     tc.validate()
-    tasks = [(seq, rot) for seq in range(tc.num_sequences) for rot in range(tc.num_players)]
-    bar = _progress(len(tasks), "tournament") if progress else None
-    results: list[dict[str, Any]] = []
+    skip = {tuple(t) for t in done}
+    every = match_tasks(tc)
+    tasks = [t for t in every if t not in skip]
+    bar = _progress(len(every), "tournament", len(every) - len(tasks)) if progress else None
+    take = _Collector(tc, on_result, bar)
     try:
-        if tc.workers == 1:
+        if tc.workers == 1 or not tasks:
             entrants = tc.by_label()
             for seq, rot in tasks:
-                results.append(_play_task(tc, seq, rot, entrants))
-                if bar:
-                    bar.update()
+                take([_play_task(tc, seq, rot, entrants)])
         else:
-            _run_parallel(tc, tasks, start_method or default_start_method(), results, bar)
-    except BaseException:
+            _run_parallel(tc, tasks, start_method or default_start_method(), take)
+    except BaseException as exc:
         if bar:
             bar.leave = False  # an error message follows; no half-full bar above it
+        if isinstance(exc, TournamentStopped):
+            exc.results = sorted(take.results, key=_match_key)
         raise
     finally:
         if bar:
             bar.close()
-    results.sort(key=lambda r: (r["sequence"], r["rotation"]))
-    return results
+    return sorted(take.results, key=_match_key)
+
+
+def _match_key(r: dict[str, Any]) -> tuple[int, int]:
+    return r["sequence"], r["rotation"]
 
 
 def _run_parallel(tc: TournamentConfig, tasks: list[tuple[int, int]], method: str,
-                  results: list[dict[str, Any]], bar: Any) -> None:
+                  take: _Collector) -> None:
     import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
     _check_importable(tc, method)
@@ -431,27 +606,68 @@ def _run_parallel(tc: TournamentConfig, tasks: list[tuple[int, int]], method: st
     ex = ProcessPoolExecutor(tc.workers, mp_context=mp.get_context(method),
                              initializer=_init_worker,
                              initargs=(tc, _worker_registrations(tc)))
+    procs: dict[int, Any] = {}  # every worker started, for the cause of a death
+    futures: list[Future[list[dict[str, Any]]]] = []
+    taken: set[int] = set()
+    broken = False
     try:
-        pending = {ex.submit(_play_chunk, c) for c in chunks}
+        futures = [ex.submit(_play_chunk, c) for c in chunks]
+        pending = set(futures)
         while pending:
+            procs.update(getattr(ex, "_processes", None) or {})
             # FIRST_COMPLETED: the bar moves with every chunk; a failed chunk raises in
             # fut.result() below and stops the rest at once.
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
-                rs = fut.result()
-                results.extend(rs)
-                if bar:
-                    bar.update(len(rs))
-    except BrokenProcessPool as exc:
-        raise RuntimeError(
-            f"a tournament worker process ({method}) failed or died: {exc}. With the spawn "
-            "or forkserver start method every factory and policy must be importable by the "
-            "workers (defined at module level of an importable module)") from None
+                taken.add(id(fut))
+                take(fut.result())
+    except BrokenProcessPool:
+        broken = True
     except BaseException:  # an agent's error, Ctrl-C: stop now, not after the queued work
+        _drain(futures, taken, take)
         _terminate_workers(ex)
         raise
     finally:
         ex.shutdown(wait=True, cancel_futures=True)
+    if broken:
+        _drain(futures, taken, take)
+        raise WorkerDied(_worker_death(procs, method))
+
+
+def _drain(futures: Sequence[Any], taken: set[int], take: _Collector) -> None:
+    """Keep the results of every chunk that finished but was not taken yet."""
+    for fut in futures:
+        if id(fut) in taken or not fut.done() or fut.cancelled() or fut.exception():
+            continue
+        taken.add(id(fut))
+        take(fut.result(), may_stop=False)
+
+
+def _worker_death(procs: dict[int, Any], method: str) -> str:
+    """Which worker died and how: its exit status or the signal that killed it (the others
+    are then ended with SIGTERM by the pool)."""
+    exits = [(pid, p.exitcode) for pid, p in procs.items()]
+    dead = [(pid, c) for pid, c in exits if c is not None and c != -signal.SIGTERM] or \
+        [(pid, c) for pid, c in exits if c is not None]
+    if not dead:
+        return f"a tournament worker process ({method} start method) ended unexpectedly"
+    pid, code = dead[0]
+    if code < 0:
+        try:
+            name = f" ({signal.Signals(-code).name})"
+        except ValueError:
+            name = ""
+        how = f"was killed by signal {-code}{name}"
+    else:
+        how = f"exited with status {code}"
+    line = f"tournament worker process {pid} ({method} start method) {how} while playing"
+    if code == 0:
+        line += " (an error in its set-up is printed above, or an agent ended the process)"
+    elif code == 1 and method != "fork":
+        line += (f" (a worker started by {method} exits so when it cannot import what it was "
+                 "sent: every factory, policy and registered agent must be defined at module "
+                 "level of an importable module; any error is printed above)")
+    return line
 
 
 def _terminate_workers(ex: Any) -> None:
@@ -524,7 +740,10 @@ def _score_units(results: Sequence[dict[str, Any]], n: int) -> tuple[list[list[i
 
 def summarize(tc: TournamentConfig, results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Per-agent metrics with intervals, pairwise differences (only of pairs that shared a
-    deal sequence), head-to-head and ratings."""
+    deal sequence), head-to-head and ratings; ``matches`` played of the ``planned`` ones
+    (``partial`` when fewer) and every ``forfeit``. Results count in match order whatever
+    order they come in, so the same matches give the same summary."""
+    results = sorted(results, key=_match_key)
     n = tc.num_players
     labels = list(dict.fromkeys(tc.labels))
     seqs = sorted({r["sequence"] for r in results})
@@ -578,6 +797,7 @@ def summarize(tc: TournamentConfig, results: Sequence[dict[str, Any]]) -> dict[s
             "matches": int(mc.sum()),
             "rounds": int(rc.sum()),
             "place_hist": place_hist[a].tolist(),
+            "forfeits": sum(1 for r in results if (r.get("forfeit") or {}).get("label") == label),
         }
     # Paired differences of mean match score over the deal sequences both agents played.
     diffs = {}
@@ -600,9 +820,25 @@ def summarize(tc: TournamentConfig, results: Sequence[dict[str, Any]]) -> dict[s
             diffs[f"{labels[a]} - {labels[b]}"] = _bootstrap(d * w, w, reps, rng, mean=exact)
     h2h = np.where(meets > 0, wins / np.maximum(meets, 1), np.nan)
     ratings = _ratings(tc, results, labels)
+    planned = tc.num_sequences * n
     return {"labels": labels, "agents": agents_out, "differences": diffs,
             "head_to_head": h2h.tolist(), "ratings": ratings,
-            "matches": len(results), "sequences": k}
+            "matches": len(results), "sequences": k, "planned": planned,
+            "partial": len(results) < planned, "forfeits": _forfeits(results)}
+
+
+def _forfeits(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every forfeited match, in match order: who failed, how, the seeds and the replay."""
+    out = []
+    for r in results:
+        f = r.get("forfeit")
+        if f:
+            out.append({"sequence": r["sequence"], "rotation": r["rotation"],
+                        **{k: f.get(k) for k in ("label", "seat", "kind", "stage", "error",
+                                                 "round", "step", "match_seed",
+                                                 "agent_seed")},
+                        "replay": f["replay"] if isinstance(f.get("replay"), str) else None})
+    return out
 
 
 def _safe_div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -752,10 +988,44 @@ def _difference_rows(summary: dict[str, Any]) -> list[str]:
     return rows
 
 
+def _partial_lines(summary: dict[str, Any]) -> list[str]:
+    if not summary.get("partial"):
+        return []
+    return [f"**partial: {summary['matches']} of {summary['planned']} matches** (the run "
+            "stopped before its end; `--resume` plays the rest, and the report then covers "
+            "every match)", ""]
+
+
+def _forfeit_lines(summary: dict[str, Any]) -> list[str]:
+    forfeits = summary.get("forfeits") or []
+    if not forfeits:
+        return []
+    lines = ["", "## Forfeits", "",
+             "An agent that raised, returned something other than a legal action or ran past "
+             "the move timeout forfeited the match: it finishes last in the round in "
+             "progress, and the match ends there.", "",
+             "| agent | match (sequence, rotation) | seat | what | error | match seed | replay |",
+             "|---|---|---|---|---|---|---|"]
+    for f in forfeits:
+        error = str(f["error"]).replace("|", "\\|")
+        lines.append(f"| `{f['label']}` | {f['sequence']}, {f['rotation']} | {f['seat']} | "
+                     f"{f['kind']} | {error} | {f['match_seed']} | {f['replay'] or '-'} |")
+    return lines
+
+
+def _empty_report(tc: TournamentConfig, summary: dict[str, Any]) -> str:
+    return "\n".join(["# Tournament report", "", *_partial_lines(summary),
+                      f"- agents: {', '.join(f'`{a}`' for a in tc.labels)}",
+                      "- no match finished yet: no statistics"]) + "\n"
+
+
 def markdown_report(tc: TournamentConfig, summary: dict[str, Any], plots: list[Path]) -> str:
+    if not summary.get("matches") and "agents" not in summary:
+        return _empty_report(tc, summary)
     labels = summary["labels"]
     lines = [
         "# Tournament report", "",
+        *_partial_lines(summary),
         f"- agents: {', '.join(f'`{a}`' for a in labels)}",
         f"- table: {tc.num_players} players, {tc.num_rounds} rounds a match, rules "
         f"{tc.rules or 'default'}",
@@ -787,6 +1057,7 @@ def markdown_report(tc: TournamentConfig, summary: dict[str, Any], plots: list[P
         cells = ["-" if (h[i][j] is None or (isinstance(h[i][j], float) and math.isnan(h[i][j])))
                  else f"{h[i][j]:.3f}" for j in range(len(labels))]
         lines.append(f"| `{a}` | " + " | ".join(cells) + " |")
+    lines += _forfeit_lines(summary)
     lines += [""] + [f"![{p.stem}]({p.name})" for p in plots]
     return "\n".join(lines) + "\n"
 
@@ -827,48 +1098,333 @@ def prepare_out_dir(path: str | os.PathLike[str]) -> Path:
     return out
 
 
+#: The files a tournament writes in its output folder (``--overwrite`` replaces exactly
+#: these, and the replays of forfeited matches in :data:`REPLAYS`).
+OUTPUT_FILES = ("config.json", "results.jsonl", "summary.json", "report.md", "ratings.png",
+                "head_to_head.png", "places.png")
+#: The subfolder of the replays of forfeited matches (``seqS-rotR.json``).
+REPLAYS = "replays"
+#: The settings a resume must keep: they change the results or the summary (``workers``,
+#: ``out_dir`` and ``on_agent_error`` may change).
+RESUME_SETTINGS = ("agents", "num_players", "matches", "seed", "num_rounds", "rules",
+                   "bootstrap", "move_timeout")
+
+
+def holds_tournament(path: str | os.PathLike[str]) -> bool:
+    """Whether the folder holds a tournament's files (``config.json`` or ``results.jsonl``)."""
+    out = Path(path)
+    return (out / "config.json").exists() or (out / "results.jsonl").exists()
+
+
+def _refuse_foreign(out: Path) -> None:
+    """An :class:`OutputError` when the folder's ``config.json`` is not a tournament's (a
+    training run's, say): a tournament there would replace it."""
+    cfg = out / "config.json"
+    if not cfg.is_file():
+        return
+    try:
+        data = json.loads(cfg.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        data = None
+    if not (isinstance(data, dict) and isinstance(data.get("agents"), list)
+            and "num_players" in data):
+        raise OutputError(f"output folder {str(out)!r} holds a config.json that is not a "
+                          "tournament's: choose another folder")
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to a new file beside ``path``, then rename it over ``path``."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def read_saved_config(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``config.json`` of the tournament in a folder, as saved; an :class:`OutputError`
+    when there is none or it cannot be read."""
+    out = Path(path)
+    cfg = out / "config.json"
+    if not cfg.is_file():
+        raise OutputError(f"nothing to resume in {str(out)!r}: it holds no tournament "
+                          "(no config.json)")
+    try:
+        data = json.loads(cfg.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise OutputError(f"cannot resume {str(out)!r}: {cfg} cannot be read "
+                          f"({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("agents"), list):
+        raise OutputError(f"cannot resume {str(out)!r}: {cfg} is not a tournament's config "
+                          "(no list of agents)")
+    return data
+
+
+def _plain(x: Any) -> Any:
+    return json.loads(json.dumps(x))
+
+
+def settings_differences(saved: dict[str, Any], tc: TournamentConfig
+                         ) -> dict[str, tuple[Any, Any]]:
+    """The settings of :data:`RESUME_SETTINGS` in which ``tc`` differs from a saved
+    ``config.json``: name -> (saved, asked). A setting missing from an older file counts as
+    its default."""
+    defaults = {f.name: f.default if f.default is not MISSING else f.default_factory()
+                for f in fields(TournamentConfig) if f.name != "agents"}
+    now = tc.to_json()
+    out = {}
+    for key in RESUME_SETTINGS:
+        old = _plain(saved.get(key, defaults.get(key)))
+        new = _plain(now[key])
+        if old != new:
+            out[key] = (old, new)
+    return out
+
+
+def load_results(tc: TournamentConfig, path: str | os.PathLike[str]
+                 ) -> tuple[list[dict[str, Any]], int | None]:
+    """The finished matches in a folder's ``results.jsonl``, checked against ``tc`` (every
+    line a match of this tournament, once), and, when the file ends in an unfinished line (a
+    run killed while it wrote), the length of its whole lines (else ``None``)."""
+    file = Path(path) / "results.jsonl"
+    if not file.exists():
+        return [], None
+    data = file.read_bytes()
+    cut = None
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        data = data[:cut]
+    planned = set(match_tasks(tc))
+    seen: dict[tuple[int, int], int] = {}
+    results = []
+    for i, line in enumerate(data.split(b"\n"), 1):
+        if not line.strip():
+            continue
+        where = f"cannot resume: {file} line {i}"
+        try:
+            r = json.loads(line)
+            key = (r["sequence"], r["rotation"])
+        except (ValueError, TypeError, KeyError):
+            raise OutputError(f"{where} is not a match result") from None
+        if key not in planned:
+            raise OutputError(f"{where} is a match (sequence, rotation) {key} that this "
+                              "tournament does not plan")
+        if key in seen:
+            raise OutputError(f"{where} repeats the match of line {seen[key]} {key}")
+        if r.get("seats") != _seats(tc, *key) or not isinstance(r.get("rounds"), list):
+            raise OutputError(f"{where} does not match the tournament's line-up (seats "
+                              f"{r.get('seats')!r}, expected {_seats(tc, *key)!r})")
+        seen[key] = i
+        results.append(r)
+    return results, cut
+
+
+class _Log:
+    """An output folder's results: ``results.jsonl`` appended and flushed as matches finish,
+    the replays of forfeits, and the summary and report, partial or not. Nothing is written
+    before :meth:`open` (the first result, or a stop that keeps a report)."""
+
+    def __init__(self, tc: TournamentConfig, out: Path, resume: bool, overwrite: bool) -> None:
+        self.tc, self.out, self.resume, self.overwrite = tc, out, resume, overwrite
+        self.results: list[dict[str, Any]] = []
+        self.cut: int | None = None
+        self.file: Any = None
+        if resume:
+            saved = read_saved_config(out)
+            diff = settings_differences(saved, tc)
+            if diff:
+                what = "; ".join(f"{k} {json.dumps(v[1])} (saved: {json.dumps(v[0])})"
+                                 for k, v in diff.items())
+                raise OutputError(f"cannot resume {str(out)!r} with other settings: {what}; "
+                                  "resume with the saved settings, or start a new tournament "
+                                  "in another folder")
+            self.results, self.cut = load_results(tc, out)
+            return
+        _refuse_foreign(out)
+        if holds_tournament(out) and not overwrite:
+            raise OutputError(f"output folder {str(out)!r} already holds a tournament: resume "
+                              "it (resume=True) or replace it (overwrite=True), or choose "
+                              "another folder")
+
+    @property
+    def planned(self) -> int:
+        return len(match_tasks(self.tc))
+
+    def done(self) -> list[tuple[int, int]]:
+        return [_match_key(r) for r in self.results]
+
+    def open(self) -> None:
+        if self.file is not None:
+            return
+        prepare_out_dir(self.out)
+        path = self.out / "results.jsonl"
+        if self.resume:
+            if self.cut is not None:  # drop an unfinished last line before appending
+                os.truncate(path, self.cut)
+                self.cut = None
+            self.file = open(path, "a", encoding="utf-8")
+            return
+        if self.overwrite:
+            for name in OUTPUT_FILES:
+                (self.out / name).unlink(missing_ok=True)
+            for old in (self.out / REPLAYS).glob("seq*-rot*.json"):
+                old.unlink()
+        _atomic_write(self.out / "config.json", json.dumps(self.tc.to_json(), indent=1))
+        self.file = open(path, "w", encoding="utf-8")
+
+    def keep_replay(self, r: dict[str, Any]) -> dict[str, Any]:
+        """A forfeit's replay saved in :data:`REPLAYS`, its path in the record."""
+        f = r.get("forfeit")
+        if not f or not isinstance(f.get("replay"), dict):
+            return r
+        self.open()
+        rel = f"{REPLAYS}/seq{r['sequence']}-rot{r['rotation']}.json"
+        (self.out / REPLAYS).mkdir(exist_ok=True)
+        _atomic_write(self.out / rel, json.dumps(f["replay"], indent=1))
+        return {**r, "forfeit": {**f, "replay": rel}}
+
+    def add(self, r: dict[str, Any]) -> None:
+        self.open()
+        r = self.keep_replay(r)
+        self.file.write(json.dumps(r) + "\n")
+        self.file.flush()
+        self.results.append(r)
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.flush()
+            os.fsync(self.file.fileno())
+            self.file.close()
+            self.file = None
+
+    def finish(self) -> dict[str, Any]:
+        """Close ``results.jsonl`` and write ``summary.json``, ``report.md`` and the plots
+        from every finished match (partial when some are missing); a complete run's results
+        are rewritten in match order."""
+        self.open()
+        self.close()
+        self.results, _ = load_results(self.tc, self.out)  # what the file holds, exactly
+        results = sorted(self.results, key=_match_key)
+        if len(results) == self.planned:  # in match order, replacing the file in one step
+            _atomic_write(self.out / "results.jsonl",
+                          "".join(json.dumps(r) + "\n" for r in results))
+        if results:
+            summary = summarize(self.tc, results)
+            plots = plot_summary(summary, self.out)
+        else:
+            summary = {"matches": 0, "planned": self.planned, "partial": True, "forfeits": []}
+            plots = []
+        _atomic_write(self.out / "summary.json", json.dumps(_jsonable(summary), indent=1))
+        _atomic_write(self.out / "report.md", markdown_report(self.tc, summary, plots))
+        return summary
+
+    def stopped(self, exc: BaseException) -> None:
+        """The run stopped early: keep the failing match's replay, write the partial report
+        (when anything was written) and note on ``exc`` where the finished matches are."""
+        if isinstance(exc, AgentFailed):
+            exc.record = self.keep_replay(exc.record)
+            exc.record["forfeit"]["replay"] = str(self.out / exc.record["forfeit"]["replay"])
+        if self.file is None and not self.resume and not isinstance(
+                exc, (KeyboardInterrupt, TournamentStopped)):
+            return  # a mistake before any match finished: nothing to keep
+        try:
+            self.finish()
+        finally:
+            exc.tournament_saved = SavedRun(str(self.out), len(self.results), self.planned)
+
+
+@dataclass(frozen=True)
+class SavedRun:
+    """Where a tournament that stopped early keeps its finished matches (set as
+    ``tournament_saved`` on the exception that stopped it)."""
+
+    out_dir: str
+    finished: int
+    planned: int
+
+
 def run_tournament(tc: TournamentConfig, progress: bool = True,
-                   start_method: str | None = None) -> dict[str, Any]:
-    """Play, summarize and (with ``out_dir``) write results.jsonl, summary.json, report.md and
-    the plots. Returns the summary. The output folder is checked before any match is played
-    and created after the last (:class:`OutputError`); so are the ``experiments`` extra's
-    modules the summary needs (openskill; matplotlib for the plots), a
-    :class:`~dragons_egg_env.extras.MissingExtraError` otherwise."""
+                   start_method: str | None = None, *, resume: bool = False,
+                   overwrite: bool = False) -> dict[str, Any]:
+    """Play, summarize and (with ``out_dir``) write results.jsonl (as matches finish),
+    config.json, summary.json, report.md and the plots. Returns the summary. The output
+    folder is checked before any match is played: one that holds a tournament is refused
+    unless ``resume`` (play only its missing matches, with its saved settings) or
+    ``overwrite`` (:class:`OutputError`); so are the ``experiments`` extra's modules the
+    summary needs (openskill; matplotlib for the plots), a
+    :class:`~dragons_egg_env.extras.MissingExtraError` otherwise. A run that stops early
+    (Ctrl-C, :class:`TournamentStopped`, an agent that fails to build) writes a partial
+    summary and report of the matches that finished, and its exception carries a
+    :class:`SavedRun` as ``tournament_saved``."""
     require("run_tournament", "experiments",
             only=("openskill", "matplotlib") if tc.out_dir else ("openskill",))
     tc.validate()
-    if tc.out_dir:
-        check_out_dir(tc.out_dir)
-    results = run_matches(tc, progress=progress, start_method=start_method)
-    summary = summarize(tc, results)
-    if tc.out_dir:
-        out = prepare_out_dir(tc.out_dir)
-        write_results(out / "results.jsonl", results)
-        (out / "config.json").write_text(json.dumps(tc.to_json(), indent=1))
-        (out / "summary.json").write_text(json.dumps(_jsonable(summary), indent=1))
-        plots = plot_summary(summary, out)
-        (out / "report.md").write_text(markdown_report(tc, summary, plots))
-    return summary
+    if not tc.out_dir:
+        if resume or overwrite:
+            raise ValueError("resume and overwrite need an output folder (out_dir)")
+        return summarize(tc, run_matches(tc, progress=progress, start_method=start_method))
+    if resume and overwrite:
+        raise ValueError("resume and overwrite exclude each other")
+    log = _Log(tc, check_out_dir(tc.out_dir), resume, overwrite)
+    try:
+        run_matches(tc, progress=progress, start_method=start_method, done=log.done(),
+                    on_result=log.add)
+    except BaseException as exc:
+        log.stopped(exc)
+        raise
+    try:
+        return log.finish()
+    except BaseException as exc:  # Ctrl-C while the report is written: the matches are kept
+        exc.tournament_saved = SavedRun(str(log.out), len(log.results), log.planned)
+        raise
 
 
 # ---------------------------------------------------------------------------------------
 # Command line.
 
+#: The options of the settings saved in config.json: attribute, option, default.
+_CLI_SETTINGS = (("num_players", "players", "--players", 4),
+                 ("matches", "matches", "--matches", 200),
+                 ("num_rounds", "rounds", "--rounds", 3),
+                 ("seed", "seed", "--seed", 0),
+                 ("bootstrap", "bootstrap", "--bootstrap", 2000),
+                 ("move_timeout", "move_timeout", "--move-timeout", None))
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("agents", nargs="+", help="agent specs, e.g. heuristic ismcts:iterations=200")
-    p.add_argument("--players", type=table_size, default=4, help="table size 2..8")
-    p.add_argument("--matches", type=int_range(1), default=200,
-                   help="matches to play (rounded up to whole rotations)")
-    p.add_argument("--rounds", type=int_range(1), default=3, help="rounds per match")
-    p.add_argument("--seed", type=int_range(0), default=0)
+    p.add_argument("agents", nargs="*",
+                   help="agent specs, e.g. heuristic ismcts:iterations=200 (none with --resume: "
+                   "the saved ones)")
+    p.add_argument("--players", type=table_size, default=None, help="table size 2..8 (default 4)")
+    p.add_argument("--matches", type=int_range(1), default=None,
+                   help="matches to play (rounded up to whole rotations; default 200)")
+    p.add_argument("--rounds", type=int_range(1), default=None, help="rounds per match (default 3)")
+    p.add_argument("--seed", type=int_range(0), default=None,
+                   help="tournament seed: every deal and agent seed derives from it (default 0)")
     p.add_argument("--workers", type=int_range(1), default=os.cpu_count() or 1)
-    p.add_argument("--rule", type=rule_flag, action="append", default=[], metavar="FLAG=VALUE",
+    p.add_argument("--rule", type=rule_flag, action="append", default=None, metavar="FLAG=VALUE",
                    help="a rule flag, e.g. --rule pass_locks_out=true (repeatable)")
-    p.add_argument("--bootstrap", type=int_range(100), default=2000)
-    p.add_argument("--out", default="runs/tournament", help="output folder")
+    p.add_argument("--bootstrap", type=int_range(100), default=None,
+                   help="bootstrap resamples for the intervals (default 2000)")
+    p.add_argument("--out", default=None, help="output folder (default runs/tournament)")
+    p.add_argument("--resume", metavar="DIR", default=None,
+                   help="play the missing matches of the tournament in DIR, with its saved "
+                   "settings")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the tournament already in the output folder")
+    p.add_argument("--on-agent-error", choices=ON_AGENT_ERROR, default=None,
+                   help="an agent that raises, returns a non-action or an illegal action, or "
+                   "runs past --move-timeout: 'forfeit' (default) scores the match as its "
+                   "forfeit and goes on, 'stop' stops the run (finished matches are kept)")
+    p.add_argument("--move-timeout", type=positive_float, default=None, metavar="SECONDS",
+                   help="the time each call to an agent may take; a late agent forfeits the "
+                   "match (Unix only; default none)")
     p.add_argument("--no-progress", action="store_true")
-
-
 def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace
                     ) -> argparse.ArgumentParser:
     """The parser whose usage an error should print: the subcommand's parser when ``parser``
@@ -881,30 +1437,95 @@ def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace
     return parser
 
 
+def _new_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> TournamentConfig:
+    if not args.agents:
+        parser.error("give the agents to play (agent specs), or --resume DIR")
+    given = {attr: getattr(args, name) for attr, name, _, _ in _CLI_SETTINGS
+             if getattr(args, name) is not None}
+    return TournamentConfig(agents=args.agents, rules=dict(args.rule or []),
+                            workers=args.workers, out_dir=args.out or "runs/tournament",
+                            on_agent_error=args.on_agent_error or "forfeit", **given)
+
+
+def _resumed_config(args: argparse.Namespace, parser: argparse.ArgumentParser
+                    ) -> TournamentConfig:
+    """The saved config of ``--resume DIR``; an option given with a value other than the
+    saved one is an error that names it."""
+    if args.overwrite:
+        parser.error("--resume and --overwrite exclude each other: resume the tournament, or "
+                     "replace it")
+    if args.out is not None and Path(args.out) != Path(args.resume):
+        parser.error(f"--resume {args.resume} continues the tournament in that folder: drop "
+                     f"--out {args.out}")
+    tc = TournamentConfig.from_json(read_saved_config(args.resume))
+    diffs = []
+    saved_agents = tc.to_json()["agents"]
+    if args.agents and _plain(TournamentConfig(agents=args.agents).to_json()["agents"]) \
+            != _plain(saved_agents):
+        diffs.append(f"agents {' '.join(args.agents)} (saved: {json.dumps(saved_agents)})")
+    for attr, name, option, _ in _CLI_SETTINGS:
+        value = getattr(args, name)
+        if value is not None and _plain(value) != _plain(getattr(tc, attr)):
+            diffs.append(f"{option} {value} (saved: {getattr(tc, attr)})")
+    if args.rule is not None and _plain(dict(args.rule)) != _plain(tc.rules):
+        diffs.append(f"--rule {json.dumps(dict(args.rule))} (saved: {json.dumps(tc.rules)})")
+    if diffs:
+        parser.error(f"cannot resume {args.resume!r} with other settings: {'; '.join(diffs)}; "
+                     "omit them to resume with the saved settings, or start a new tournament "
+                     "with another --out")
+    tc.workers, tc.out_dir = args.workers, args.resume
+    tc.on_agent_error = args.on_agent_error or tc.on_agent_error
+    return tc
+
+
+def _saved_line(exc: BaseException, prog: str) -> str:
+    saved = getattr(exc, "tournament_saved", None)
+    if not isinstance(saved, SavedRun):
+        return ""
+    return (f"{saved.finished} of {saved.planned} matches are saved in {saved.out_dir} with a "
+            f"partial report; resume with: {prog} --resume {shlex.quote(saved.out_dir)}")
+
+
 def run_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Run the tournament the parsed arguments describe. Every mistake is one line (with the
     usage of the tournament command: ``parser`` should be the subcommand's parser, and a
     top-level parser is searched for it) and exit status 2, whether found before playing (agent
-    specs and paths, rules, the output folder) or while building an agent. Without the
-    ``experiments`` extra it prints one line naming it and exits with status 2 first."""
+    specs and paths, rules, the output folder, a resume's settings) or while building an
+    agent. Without the ``experiments`` extra it prints one line naming it and exits with
+    status 2 first. A run that stops early keeps its finished matches and a partial report and
+    says, in one line, where they are and how to resume: Ctrl-C exits with status 130, an agent
+    failing with ``--on-agent-error stop`` or a worker that dies with status 1."""
     parser = _command_parser(parser, args)
     require_cli(parser.prog, "experiments")  # ratings, progress bar, plots: before any match
-    tc = TournamentConfig(agents=args.agents, num_players=args.players, matches=args.matches,
-                          seed=args.seed, num_rounds=args.rounds, rules=dict(args.rule),
-                          workers=args.workers, bootstrap=args.bootstrap, out_dir=args.out)
+    resume = args.resume is not None
     try:
+        tc = _resumed_config(args, parser) if resume else _new_config(args, parser)
         tc.validate()
-        check_out_dir(args.out)
+        out = check_out_dir(tc.out_dir or "")
+        if not resume:
+            _refuse_foreign(out)
+        if not resume and not args.overwrite and holds_tournament(out):
+            raise OutputError(f"output folder {str(out)!r} already holds a tournament: resume "
+                              f"it with --resume {shlex.quote(str(out))}, or replace it with "
+                              "--overwrite (or choose another --out)")
     except (AgentSpecError, ConfigError, OutputError, ValueError, TypeError) as exc:
         parser.error(str(exc))
     try:
-        summary = run_tournament(tc, progress=not args.no_progress)
+        summary = run_tournament(tc, progress=not args.no_progress, resume=resume,
+                                 overwrite=args.overwrite)
+    except KeyboardInterrupt as exc:
+        parser.exit(130, f"{parser.prog}: interrupted; {_saved_line(exc, parser.prog)}\n")
+    except TournamentStopped as exc:
+        hint = " (--on-agent-error forfeit plays past it)" if isinstance(exc, AgentFailed) else ""
+        parser.exit(1, f"{parser.prog}: error: {exc}; {_saved_line(exc, parser.prog)}{hint}\n")
     except (AgentSpecError, OutputError) as exc:  # an agent that fails to build in a match
-        parser.error(str(exc))
-    except KeyboardInterrupt:
-        parser.exit(130, f"{parser.prog}: interrupted\n")
+        saved = _saved_line(exc, parser.prog)
+        parser.error(f"{exc}; {saved}" if saved else str(exc))
     print(markdown_report(tc, summary, []))
-    print(f"wrote {args.out}/report.md, results.jsonl, summary.json and plots")
+    if summary["forfeits"]:
+        print(f"{len(summary['forfeits'])} matches were forfeited by an agent that failed: "
+              "see the report's Forfeits section", file=sys.stderr)
+    print(f"wrote {tc.out_dir}/report.md, results.jsonl, summary.json and plots")
     return 0
 
 

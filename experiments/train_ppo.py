@@ -24,7 +24,11 @@ settings saved beside it; settings given on the command line (flags, or those a 
 file names) override single ones, each change printed and recorded in the run's
 ``config_history.json``. Those MaskablePPO keeps in the checkpoint (:data:`FROZEN_ON_RESUME`:
 the network, the PPO hyperparameters) and the largest table size (the observation size)
-cannot change. ``eval.csv`` holds the checkpoint's evaluations and continues them.
+cannot change. ``eval.csv`` holds the checkpoint's evaluations and continues them. An SB3
+checkpoint runs code when it is loaded (SB3 unpickles its ``data`` entry), so ``--resume`` needs
+``--trust-checkpoint`` (:func:`check_resume`), for a checkpoint whose source you trust; that
+trust extends to the snapshots its pool names. Snapshots and evaluation copies the run writes
+itself are played as ``ppo:path=FILE.zip,trust=1``.
 
 SB3 trains whole rollouts of ``n_steps x n_envs`` steps, so the run says at the start when it
 will go past ``total_timesteps``, and by how much. An evaluation interval from fewer deal
@@ -41,6 +45,7 @@ import argparse
 import dataclasses
 import functools
 import json
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -49,7 +54,16 @@ from pathlib import Path
 from typing import Any
 
 from dragons_egg.experiments.cli_args import (
+    OVERWRITE_HELP,
+    SEED_RANGE,
+    HeldInterrupts,
+    RunInterrupted,
+    check_fields,
+    check_range,
+    check_settings,
+    claim_run_dir,
     config_changes,
+    interrupted_exit,
     packaged_configs,
     resolve_config,
     resume_entry,
@@ -112,6 +126,8 @@ class TrainConfig:
     progress: bool = True
 
     def validate(self) -> None:
+        """Raise ``ValueError`` naming the first bad setting: its type (the field's
+        annotation: :func:`~dragons_egg.experiments.cli_args.check_fields`), then its range."""
         from dragons_egg.agents import parse_spec
         from dragons_egg_env.config import RulesConfig
 
@@ -119,6 +135,14 @@ class TrainConfig:
             if not cond:
                 raise ValueError(msg)
 
+        check_fields(self)
+        lo, hi = SEED_RANGE
+        check_range(lo <= self.seed <= hi, "seed", self.seed, f"in {lo}..{hi}")
+        for name in ("learning_rate", "clip_range"):
+            check_range(getattr(self, name) > 0, name, getattr(self, name), "> 0")
+        for name in ("ent_coef", "snapshot_weight"):
+            check_range(getattr(self, name) >= 0, name, getattr(self, name), ">= 0")
+        need(bool(self.eval_opponents), "eval_opponents must name at least one agent")
         need(self.total_timesteps >= 1, f"total_timesteps must be >= 1, got {self.total_timesteps}")
         need(bool(self.table_sizes), "table_sizes must not be empty")
         for n in self.table_sizes:
@@ -130,16 +154,17 @@ class TrainConfig:
         need(self.n_envs >= 1, f"n_envs must be >= 1, got {self.n_envs}")
         need(self.vec_env in ("dummy", "subproc"), f"vec_env must be dummy or subproc, got "
                                                    f"{self.vec_env!r}")
-        need(self.n_steps >= 2 and self.batch_size >= 2, "n_steps and batch_size must be >= 2")
-        need(self.n_epochs >= 1, "n_epochs must be >= 1")
-        need(0 < self.gamma <= 1 and 0 <= self.gae_lambda <= 1, "gamma in (0, 1], gae_lambda "
-                                                                "in [0, 1]")
-        need(self.learning_rate > 0, "learning_rate must be > 0")
-        need(all(isinstance(w, int) and w > 0 for w in self.net_arch), "net_arch: positive ints")
+        for name in ("n_steps", "batch_size"):
+            check_range(getattr(self, name) >= 2, name, getattr(self, name), ">= 2")
+        check_range(self.n_epochs >= 1, "n_epochs", self.n_epochs, ">= 1")
+        check_range(0 < self.gamma <= 1, "gamma", self.gamma, "in (0, 1]")
+        check_range(0 <= self.gae_lambda <= 1, "gae_lambda", self.gae_lambda, "in [0, 1]")
+        check_range(bool(self.net_arch) and all(w > 0 for w in self.net_arch), "net_arch",
+                    self.net_arch, "positive layer sizes")
         for name in ("snapshot_every", "eval_every", "checkpoint_every", "max_snapshots"):
-            need(getattr(self, name) >= 0, f"{name} must be >= 0")
-        need(self.eval_matches >= 1, "eval_matches must be >= 1")
-        need(self.torch_threads >= 1, "torch_threads must be >= 1")
+            check_range(getattr(self, name) >= 0, name, getattr(self, name), ">= 0")
+        for name in ("eval_matches", "torch_threads"):
+            check_range(getattr(self, name) >= 1, name, getattr(self, name), ">= 1")
 
     @property
     def name(self) -> str:
@@ -183,10 +208,10 @@ def load_config_file(path: Any) -> dict[str, Any]:
                          f"{exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"config file {p} must hold an object of settings")
-    known = {f.name for f in dataclasses.fields(TrainConfig)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ValueError(f"config file {p}: unknown setting(s) {', '.join(unknown)}")
+    try:
+        check_settings(TrainConfig, data)  # names and types, before anything uses them
+    except ValueError as exc:
+        raise ValueError(f"config file {p}: {exc}") from None
     return data
 
 
@@ -239,7 +264,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "own run folder with its saved settings; settings given here (flags, or "
                    "those a --config file names) override single ones, each change printed "
                    "and recorded in config_history.json; the network, the PPO "
-                   "hyperparameters and the largest table size cannot change")
+                   "hyperparameters and the largest table size cannot change; needs "
+                   "--trust-checkpoint")
+    p.add_argument("--trust-checkpoint", action="store_true",
+                   help="load the --resume checkpoint (and the snapshots its pool names): an SB3 "
+                   "checkpoint runs code stored in it when it is loaded (pickle), so give this "
+                   "only for a checkpoint from a source you trust, such as your own run")
+    p.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     defaults = TrainConfig()
     for f in dataclasses.fields(TrainConfig):
         p.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, default=None,
@@ -260,7 +291,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         if v is not None:
             values[f.name] = v
     resume = getattr(args, "resume", None)
-    cfg = resumed_config(resume, values) if resume else TrainConfig(**values)
+    trust = bool(getattr(args, "trust_checkpoint", False))
+    cfg = resumed_config(resume, values, trust) if resume else TrainConfig(**values)
     cfg.validate()
     return cfg
 
@@ -278,18 +310,38 @@ def saved_config(meta: dict[str, Any], path: str | Path) -> TrainConfig:
     return TrainConfig(**data)
 
 
-def resumed_config(resume: str | Path, values: dict[str, Any]) -> TrainConfig:
-    """The settings ``--resume`` continues with: the checkpoint's, with the ``values`` given
-    on the command line; in the checkpoint's run folder unless ``out_dir`` or ``run_name`` is
-    given. A ``ValueError`` for a missing or corrupt checkpoint, or a setting that cannot
-    change (:data:`FROZEN_ON_RESUME`, the largest table size)."""
-    from dragons_egg.agents.ppo import CheckpointError, load_policy
+def check_resume(resume: str | Path, trust: bool = False) -> Path:
+    """The checkpoint ``--resume`` names, checked before SB3 reads it: it exists and is an SB3
+    ``.zip``, and ``trust`` (``--trust-checkpoint``) is given, since loading it runs code
+    stored in it (only the SB3 checkpoint shipped in the package, known by its sha256, needs
+    none: :func:`dragons_egg.agents.ppo.check_trust`). A one-line ``ValueError`` otherwise."""
+    from dragons_egg.agents.ppo import CheckpointError, check_trust, checkpoint_format
 
     rp = Path(resume)
     if not rp.is_file():
         raise ValueError(f"--resume: checkpoint {resume} does not exist")
     try:
-        load_policy(rp)  # clear errors for a corrupt file
+        if checkpoint_format(rp) != "sb3":
+            raise ValueError(f"--resume: {rp} is a policy file (.npz), not a checkpoint of "
+                             "this trainer (checkpoints/step_N.zip)")
+        check_trust(rp, trust, how="--trust-checkpoint")
+    except CheckpointError as exc:
+        raise ValueError(f"--resume: {exc}") from None
+    return rp
+
+
+def resumed_config(resume: str | Path, values: dict[str, Any],
+                   trust: bool = False) -> TrainConfig:
+    """The settings ``--resume`` continues with: the checkpoint's, with the ``values`` given
+    on the command line; in the checkpoint's run folder unless ``out_dir`` or ``run_name`` is
+    given. A ``ValueError`` for a missing, untrusted (:func:`check_resume`) or corrupt
+    checkpoint, or a setting that cannot change (:data:`FROZEN_ON_RESUME`, the largest table
+    size)."""
+    from dragons_egg.agents.ppo import CheckpointError, load_policy
+
+    rp = check_resume(resume, trust)
+    try:
+        load_policy(rp, trust=trust)  # clear errors for a corrupt file
     except CheckpointError as exc:
         raise ValueError(str(exc)) from None
     saved = saved_config(_checkpoint_meta(rp), rp)
@@ -313,6 +365,13 @@ def make_env_fn(cfg: TrainConfig, rank: int) -> Callable[[], Any]:
         from dragons_egg.agents import AgentSpec
         from dragons_egg_env.wrappers import SingleAgentEnv
 
+        if cfg.vec_env == "subproc":
+            import signal
+
+            # in the env's own process: Ctrl-C is for the trainer, which saves a checkpoint
+            # and then closes the envs
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
         env = SingleAgentEnv(opponents=[AgentSpec(s) for s in cfg.opponents],
                              table_sizes=cfg.table_sizes,
                              num_rounds=cfg.num_rounds, max_players=cfg.max_players,
@@ -326,7 +385,8 @@ def _pool(cfg: TrainConfig, snapshots: Sequence[str]) -> tuple[list[Any], list[f
     the self-play snapshots."""
     from dragons_egg.agents import AgentSpec
 
-    specs = list(cfg.opponents) + [f"ppo:path={p}" for p in snapshots]
+    # the run's own snapshots, or those of a checkpoint resumed with --trust-checkpoint
+    specs = list(cfg.opponents) + [f"ppo:path={p},trust=1" for p in snapshots]
     weights = [1.0] * len(cfg.opponents) + [cfg.snapshot_weight] * len(snapshots)
     return [AgentSpec(s) for s in specs], weights
 
@@ -337,11 +397,11 @@ def evaluate(model_path: Path, cfg: TrainConfig, seed: int) -> dict[str, Any]:
     from dragons_egg.experiments.tournament import TournamentConfig, run_matches, summarize
 
     n = cfg.max_players
-    me = f"ppo:path={model_path}"
+    me = f"ppo:path={model_path},trust=1"  # the copy this run just saved
     lineup = [me] + [cfg.eval_opponents[i % len(cfg.eval_opponents)] for i in range(n - 1)]
     tc = TournamentConfig(agents=lineup, num_players=n, matches=cfg.eval_matches, seed=seed,
                           num_rounds=cfg.num_rounds, rules=dict(cfg.rules), workers=1,
-                          bootstrap=1000)
+                          bootstrap=1000, on_agent_error="stop")  # a failure is a bug here
     from dragons_egg.experiments.selfplay import interval
 
     summary = summarize(tc, run_matches(tc, progress=False))
@@ -393,10 +453,20 @@ class SelfPlayCallback:
         #: What :func:`announce_budget` said of the run's timesteps.
         self.budget: dict[str, Any] | None = None
         now = model.num_timesteps
-        self.marks = {"snap": _next(now, cfg.snapshot_every),
-                      "eval": _next(now, cfg.eval_every),
+        # the evaluation after the history's last, the snapshot after the pool's newest: one a
+        # Ctrl-C cut is due again at once
+        last_eval = history[-1]["timesteps"] if history else 0
+        last_snap = max((int(m[1]) for s in snapshots
+                         if (m := re.search(r"snap_(\d+)\.zip$", str(s)))), default=0)
+        self.marks = {"snap": _next(last_snap, cfg.snapshot_every),
+                      "eval": _next(last_eval, cfg.eval_every),
                       "ckpt": _next(now, cfg.checkpoint_every)}
         self.start = time.time()
+        #: The timesteps of the last finished update: what the weights have learned from.
+        self.boundary = now
+        #: Ctrl-C waits for the update in progress (from the end of a rollout to the start
+        #: of the next, or to the end of training).
+        self.hold = HeldInterrupts("this update")
 
     @classmethod
     def create(cls, cfg: TrainConfig, model: Any, snapshots: list[str],
@@ -405,18 +475,48 @@ class SelfPlayCallback:
         return _with_base_callback(cls)(cfg, model, snapshots, history)
 
     def _on_step(self) -> bool:
-        t = self.num_timesteps  # BaseCallback's count of environment steps
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self.hold.start()  # SB3 updates the weights next
+
+    def _on_rollout_start(self) -> None:
+        # between two updates: the weights have learned from every step counted so far
+        self.boundary = self.model.num_timesteps
+        self.hold.stop()  # a Ctrl-C held during the update is raised here
+        self.periodic()
+
+    def _on_training_end(self) -> None:
+        self.boundary = self.model.num_timesteps
+        self.hold.stop()
+
+    def periodic(self) -> None:
+        """The snapshot, evaluation and checkpoint due by now, each after the update that
+        reached its mark (at the start of a rollout, never in the middle of one: what they
+        save or measure has learned from every step counted)."""
+        t = self.model.num_timesteps
         cfg = self.cfg
         if self.marks["snap"] and t >= self.marks["snap"]:
-            self.marks["snap"] += cfg.snapshot_every
             self.add_snapshot(t)
+            self.marks["snap"] = _next(t, cfg.snapshot_every)
         if self.marks["eval"] and t >= self.marks["eval"]:
-            self.marks["eval"] += cfg.eval_every
             self.run_eval()
+            self.marks["eval"] = _next(t, cfg.eval_every)
         if self.marks["ckpt"] and t >= self.marks["ckpt"]:
-            self.marks["ckpt"] += cfg.checkpoint_every
+            self.marks["ckpt"] = _next(t, cfg.checkpoint_every)
             self.save_checkpoint(f"step_{t}")
-        return True
+
+    def interrupted(self) -> RunInterrupted:
+        """After a Ctrl-C: the checkpoint ``step_<t>`` of the last finished update (the steps
+        of an unfinished rollout are dropped, as if never taken; they are taken again on
+        resume), to raise. Nothing is saved when a second Ctrl-C cut an update."""
+        self.hold.release()
+        if self.hold.torn:
+            return RunInterrupted(None, self.boundary, "timesteps",
+                                  latest_checkpoint(self.run_dir))
+        self.model.num_timesteps = self.boundary
+        return RunInterrupted(self.save_checkpoint(f"step_{self.boundary}"), self.boundary,
+                              "timesteps")
 
     def add_snapshot(self, t: int) -> None:
         """Save the learner as ``snapshots/snap_<t>.zip``, keep the newest ``max_snapshots``
@@ -495,6 +595,29 @@ def _prepare_run_dir(cfg: TrainConfig) -> Path:
     return run
 
 
+#: What the commands this trainer prints to resume a run of its own add after ``--resume
+#: CHECKPOINT`` (an SB3 checkpoint loads only when trusted: the run's own is).
+RESUME_FLAGS = " --trust-checkpoint"
+#: What a run writes in its folder (globs): one of them there means the folder holds a run,
+#: and ``--overwrite`` removes exactly these.
+RUN_FILES = ("config.json", "config_history.json", "checkpoints", "snapshots", "eval.csv",
+             "eval-before-resume-*.csv", "progress.csv", "learning_curve.png",
+             "events.out.tfevents.*")
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The checkpoint of ``run_dir`` with the most timesteps (``checkpoints/step_N.zip`` or
+    ``final.zip``, as its ``.json`` records them; the newer file on a tie), if any."""
+    found = []
+    for path in (run_dir / "checkpoints").glob("*.zip"):
+        try:
+            steps = json.loads(path.with_suffix(".json").read_text())["num_timesteps"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # no metadata: not a checkpoint --resume takes
+        found.append((steps, path.stat().st_mtime, path))
+    return max(found)[2] if found else None
+
+
 def sample_budget(cfg: TrainConfig, now: int) -> dict[str, Any]:
     """How far the run will go from ``now`` timesteps: SB3 collects whole rollouts of
     ``n_steps x n_envs`` steps until it reaches ``total_timesteps``."""
@@ -516,29 +639,43 @@ def announce_budget(cfg: TrainConfig, now: int) -> dict[str, Any]:
     return b
 
 
-def _resumed_pool(resume: str) -> tuple[list[str], list[dict[str, Any]]]:
+def _resumed_pool(resume: str, trust: bool = False) -> tuple[list[str], list[dict[str, Any]]]:
     """The snapshots (those still on disk) and evaluation history of a checkpoint; a
-    ``ValueError`` for a missing or corrupt checkpoint."""
+    ``ValueError`` for a missing, untrusted or corrupt checkpoint, and for snapshots (SB3 zips,
+    which run code when loaded) without ``trust``."""
     from dragons_egg.agents.ppo import CheckpointError, load_policy
 
-    rp = Path(resume)
+    rp = check_resume(resume, trust)
     try:
-        load_policy(rp)  # clear errors for a missing or corrupt file
+        load_policy(rp, trust=trust)  # clear errors for a corrupt file
     except CheckpointError as exc:
         raise ValueError(str(exc)) from None
     meta = _checkpoint_meta(rp)
     snapshots = [s for s in meta.get("snapshots", []) if Path(s).is_file()]
+    if snapshots and not trust:
+        raise ValueError(f"--resume: checkpoint {rp} names snapshots for its pool, SB3 zips "
+                         "that run code when loaded: resume with --trust-checkpoint if you "
+                         "trust them")
     history = [{k: float("nan") if v is None else v for k, v in h.items()}  # JSON null: NaN
                for h in meta.get("history", [])]
     return snapshots, history
 
 
-def _make_model(cfg: TrainConfig, venv: Any, resume: str | None) -> Any:
-    """A new MaskablePPO learner on ``venv``, or the one saved at ``resume``."""
+def _make_model(cfg: TrainConfig, venv: Any, resume: str | None, trust: bool = False) -> Any:
+    """A new MaskablePPO learner on ``venv``, or the one saved at ``resume`` (loaded from the
+    bytes :func:`check_resume` vouched for)."""
+    import hashlib
+    import io
+
     from sb3_contrib import MaskablePPO
 
+    from dragons_egg.agents.ppo import TRUSTED_SB3_SHA256, untrusted_message
+
     if resume:
-        model = MaskablePPO.load(resume, env=venv, device="cpu")
+        data = check_resume(resume, trust).read_bytes()
+        if not trust and hashlib.sha256(data).hexdigest() not in TRUSTED_SB3_SHA256:
+            raise ValueError(f"--resume: {untrusted_message(resume, '--trust-checkpoint')}")
+        model = MaskablePPO.load(io.BytesIO(data), env=venv, device="cpu")
         model.set_random_seed(cfg.seed + model.num_timesteps)
         return model
     return MaskablePPO(
@@ -549,16 +686,26 @@ def _make_model(cfg: TrainConfig, venv: Any, resume: str | None) -> Any:
         verbose=0)
 
 
-def train(cfg: TrainConfig, resume: str | None = None) -> Path:
-    """Run (or resume) training; returns the path of the final checkpoint."""
+def train(cfg: TrainConfig, resume: str | None = None, trust: bool = False,
+          overwrite: bool = False) -> Path:
+    """Run (or resume) training; returns the path of the final checkpoint. ``trust``
+    (``--trust-checkpoint``) lets ``resume`` be loaded (:func:`check_resume`).
+
+    A run folder holds one run: a folder with another run's files (:data:`RUN_FILES`) is a
+    ``ValueError`` naming ``--resume`` and ``--run-name``, unless ``overwrite`` removes them
+    first (:func:`~dragons_egg.experiments.cli_args.claim_run_dir`). A Ctrl-C saves the
+    checkpoint of the last finished update and raises
+    :class:`~dragons_egg.experiments.cli_args.RunInterrupted`."""
     import torch
     from stable_baselines3.common.logger import configure
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     cfg.validate()
+    claim_run_dir(cfg.run_dir, RUN_FILES, latest=latest_checkpoint, resume=resume,
+                  overwrite=overwrite, resume_flags=RESUME_FLAGS)
     torch.set_num_threads(cfg.torch_threads)
     run = _prepare_run_dir(cfg)
-    snapshots, history = _resumed_pool(resume) if resume else ([], [])
+    snapshots, history = _resumed_pool(resume, trust) if resume else ([], [])
     meta = _checkpoint_meta(Path(resume)) if resume else {}
     # checkpoints from before the config history have none
     config_history = (list(meta.get("config_history", [])) if resume
@@ -566,7 +713,7 @@ def train(cfg: TrainConfig, resume: str | None = None) -> Path:
     vec_cls = SubprocVecEnv if cfg.vec_env == "subproc" else DummyVecEnv
     venv = vec_cls([make_env_fn(cfg, i) for i in range(cfg.n_envs)])
     venv.env_method("set_pool", *_pool(cfg, snapshots))
-    model = _make_model(cfg, venv, resume)
+    model = _make_model(cfg, venv, resume, trust)
     model.set_logger(configure(str(run), ["csv", "tensorboard"]))
     if resume:
         from dragons_egg.experiments.selfplay import restore_eval_csv
@@ -580,14 +727,19 @@ def train(cfg: TrainConfig, resume: str | None = None) -> Path:
     tasks.config_history = config_history
     tasks.budget = announce_budget(cfg, model.num_timesteps)
     remaining = cfg.total_timesteps - model.num_timesteps
-    if remaining > 0:
-        model.learn(remaining, callback=tasks, reset_num_timesteps=not resume,
-                    progress_bar=cfg.progress)
-    if not history or history[-1]["timesteps"] != model.num_timesteps:
-        tasks.run_eval()
-    final = tasks.save_checkpoint("final")
+    try:
+        if remaining > 0:
+            model.learn(remaining, callback=tasks, reset_num_timesteps=not resume,
+                        progress_bar=cfg.progress)
+        if not history or history[-1]["timesteps"] != model.num_timesteps:
+            tasks.run_eval()
+        final = tasks.save_checkpoint("final")
+    except KeyboardInterrupt:
+        raise tasks.interrupted() from None
+    finally:
+        tasks.hold.release()
+        venv.close()
     plot_learning_curve(history, run / "learning_curve.png", cfg)
-    venv.close()
     print(f"final checkpoint: {final}", file=sys.stderr)
     return final
 
@@ -624,12 +776,14 @@ def main(argv: list[str] | None = None) -> int:
     require_cli(parser.prog, "train")
     try:
         cfg = config_from_args(args)
-    except (ValueError, TypeError) as exc:
-        parser.error(str(exc))
+    except (ValueError, TypeError) as exc:  # one line: the setting, its value, what it may be
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
     try:
-        train(cfg, resume=args.resume)
+        train(cfg, resume=args.resume, trust=args.trust_checkpoint, overwrite=args.overwrite)
     except ValueError as exc:
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    except KeyboardInterrupt as exc:  # train saved a checkpoint (RunInterrupted)
+        return interrupted_exit(exc, parser.prog, RESUME_FLAGS)
     return 0
 
 

@@ -225,8 +225,9 @@ def counterfactual_values(policy, states, seats, masks: np.ndarray, play: str, s
             cand += legal.tolist()
             shared += [[a] for a in legal]
     owner_a, cand_a = np.array(owner), np.array(cand, np.int64)
+    # trusted: the states are the engine's own (gather_states takes them with to_state).
     eng = VectorEngine.from_states([states[i] for i in owner], max_players=policy.max_players,
-                                   seed=seed, record=False)
+                                   seed=seed, record=False, trusted=True)
     decider = np.array(seats)[owner_a]
     q = np.full(masks.shape, np.nan)
     active = np.ones(len(owner), bool)

@@ -95,8 +95,10 @@ def test_checkpoint_paths_are_checked_when_the_spec_is_read(tmp_path):
         assert needle in str(exc.value), (path, str(exc.value))
     six = _sb3_like_zip(tmp_path / "six.zip",
                         {"observation_space": {"_shape": [layout(6).size]}})
-    assert parse_spec(f"ppo:path={six}") == ("ppo", {"path": str(six)})
-    assert table_limit(f"ppo:path={six}") == 6
+    with pytest.raises(AgentSpecError, match="runs code stored in it"):
+        parse_spec(f"ppo:path={six}")  # an SB3 zip is played only when trusted
+    assert parse_spec(f"ppo:path={six},trust=1") == ("ppo", {"path": str(six), "trust": True})
+    assert table_limit(f"ppo:path={six},trust=1") == 6
 
 
 def test_a_checkpoint_that_passes_the_checks_but_does_not_load_is_one_line(tmp_path):
@@ -109,10 +111,10 @@ def test_a_checkpoint_that_passes_the_checks_but_does_not_load_is_one_line(tmp_p
         for item in src.infolist():
             dst.writestr(item, b"garbage" if item.filename == "policy.pth"
                          else src.read(item.filename))
-    parse_spec(f"ppo:path={broken}")  # its data entry is fine
+    parse_spec(f"ppo:path={broken},trust=1")  # its data entry is fine
     with pytest.raises(AgentSpecError) as exc:
-        make_agent(f"ppo:path={broken}", seed=0)
-    assert f"ppo:path={broken}: checkpoint {broken} could not be loaded" in str(exc.value)
+        make_agent(f"ppo:path={broken},trust=1", seed=0)
+    assert f"ppo:path={broken},trust=1: checkpoint {broken} could not be loaded" in str(exc.value)
     assert "\n" not in str(exc.value)
 
 
@@ -136,20 +138,37 @@ def test_table_size_limits():
         check_spec_for_table("nobody", 4)
 
 
-def test_ppo_reads_either_checkpoint_format_by_content(tmp_path):
-    """A .npz policy and an SB3 zip are told apart by what they hold, not by their names."""
+def test_ppo_reads_a_policy_file_of_any_name_but_sb3_only_from_a_zip(tmp_path):
+    """A policy file is read with numpy (no code) whatever its name; an SB3 zip only from a
+    .zip name: one named .npz is refused, trusted or not, and never reaches SB3."""
     import shutil
 
-    from dragons_egg.agents.ppo import PREVIOUS, SHIPPED, PPOAgent, checkpoint_format
+    from dragons_egg.agents.ppo import (
+        PREVIOUS,
+        SHIPPED,
+        CheckpointError,
+        PPOAgent,
+        checkpoint_format,
+    )
 
     net = shutil.copy(SHIPPED, tmp_path / "policy.zip")
-    sb3 = shutil.copy(PREVIOUS, tmp_path / "policy.npz")
+    sb3 = shutil.copy(PREVIOUS, tmp_path / "policy.zip.zip")
     assert checkpoint_format(net) == "net" and checkpoint_format(sb3) == "sb3"
     assert checkpoint_format("") == "net"
     assert table_limit(f"ppo:path={net}") == 8 and table_limit(f"ppo:path={sb3}") == 4
     a, b = PPOAgent(seed=0, path=str(net)), PPOAgent(seed=0)
     assert a.format == b.format == "net" and a.policy_players == b.policy_players == 8
-    assert PPOAgent(seed=0, path=str(sb3)).format == "sb3"
+    assert PPOAgent(seed=0, path=str(sb3)).format == "sb3"  # the shipped bytes: no trust
+    disguised = shutil.copy(PREVIOUS, tmp_path / "policy.npz")
+    with pytest.raises(CheckpointError, match="named .npz .* but holds a Stable-Baselines3"):
+        checkpoint_format(disguised)
+    for spec in (f"ppo:path={disguised}", f"ppo:path={disguised},trust=1"):
+        with pytest.raises(AgentSpecError, match="it is not loaded from a .npz name"):
+            make_agent(spec, seed=0)
+    other = shutil.copy(PREVIOUS, tmp_path / "policy.bin")
+    with pytest.raises(AgentSpecError, match=r"neither a policy file \(.npz\) nor a "
+                                             r"Stable-Baselines3 checkpoint \(.zip\)$"):
+        parse_spec(f"ppo:path={other},trust=1")
 
 
 def test_reading_specs_loads_neither_torch_nor_ray(tmp_path):

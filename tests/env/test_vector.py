@@ -1,8 +1,14 @@
 """The batched engine (dragons_egg_env.vector): bit-identical to the scalar engine, autoreset,
-seeding, from_states/to_state, state(), replays, random_replays and bad input."""
+seeding, from_states/to_state, state(), replays, random_replays and bad input.
+
+The differential checker is test support (``tests/vector_check.py``); the configurations it
+and this file check come from ``RulesConfig``'s field metadata, so a new rule flag is checked
+with no change here."""
 
 import random
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,33 +16,42 @@ import pytest
 
 pytest.importorskip("numba")
 
-from dragons_egg.experiments.vector_check import Checker, Figures, state_diff
+from vector_check import Checker, Figures, check, flag_values, state_diff
+
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import NUM_ACTIONS, PASS, describe
-from dragons_egg_env.config import ConfigError, RulesConfig
+from dragons_egg_env.config import MAX_PLAYERS, ConfigError, RulesConfig
 from dragons_egg_env.observation import Encoder
 from dragons_egg_env.replay import replay
 from dragons_egg_env.vector import VectorEngine, random_replays
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: One configuration per table size; together they take every value of every flag (and
-#: several of tribute_asks, num_rounds and max_players).
-CONFIGS = [
-    (dict(num_players=2, num_rounds=3), 2),
-    (dict(num_players=3, num_rounds=2, opening_ten_of_fire_alone=False, pass_locks_out=True,
-          completion_out_of_turn=False, dragons_per_play="any", tribute_asks=0,
-          egg_in_tribute=True, reward_scheme="dragon_egg"), 5),
-    (dict(num_players=4, num_rounds=4, pass_locks_out=True, dragons_per_play="any",
-          tribute_asks=44, egg_in_tribute=True), 8),
-    (dict(num_players=5, num_rounds=3, opening_ten_of_fire_alone=False, tribute_asks=1,
-          reward_scheme="dragon_egg"), 5),
-    (dict(num_players=6, num_rounds=2, pass_locks_out=True, completion_out_of_turn=False,
-          dragons_per_play="any", tribute_asks=3, egg_in_tribute=True), 7),
-    (dict(num_players=7, num_rounds=3, opening_ten_of_fire_alone=False, tribute_asks=10), 7),
-    (dict(num_players=8, num_rounds=3, dragons_per_play="any", egg_in_tribute=True,
-          reward_scheme="dragon_egg"), 8),
-]
+def generated_configs():
+    """Configurations made from the field metadata (``flag_values``), as many as the longest
+    list of values (one per table size): each field's column cycles through its values, then
+    is shuffled (``num_players`` stays in order), so that together they take every checked
+    value of every field, in mixed combinations; and a padding ``max_players`` between n and
+    8."""
+    values = {name: flag_values(name) for name in RulesConfig.field_names()}
+    count = max(map(len, values.values()))
+    rng = random.Random(0)
+    columns = {}
+    for name, v in values.items():
+        col = [v[j % len(v)] for j in range(count)]
+        if name != "num_players":
+            rng.shuffle(col)
+        columns[name] = col
+    out = []
+    for j in range(count):
+        flags = {name: col[j] for name, col in columns.items()}
+        n = flags["num_players"]
+        out.append((flags, n + (3 * j) % (MAX_PLAYERS - n + 1)))
+    return out
+
+
+#: Every checked value of every field of RulesConfig, spread over a few configurations.
+CONFIGS = generated_configs()
 
 
 def random_actions(eng_out, rng):
@@ -44,22 +59,33 @@ def random_actions(eng_out, rng):
     return np.array([rng.choice(np.flatnonzero(m)) for m in eng_out.mask], dtype=np.int64)
 
 
-def test_the_configs_cover_every_flag_value():
-    seen = {}
-    for flags, _ in CONFIGS:
-        for k, v in RulesConfig(**flags).to_dict().items():
-            seen.setdefault(k, set()).add(v)
-    assert seen["num_players"] == set(range(2, 9))
-    for name in ("opening_ten_of_fire_alone", "pass_locks_out", "completion_out_of_turn",
-                 "egg_in_tribute"):
-        assert seen[name] == {True, False}, name
-    assert seen["dragons_per_play"] == {"one", "any"}
-    assert seen["reward_scheme"] == {"rank", "dragon_egg"}
-    assert len(seen["tribute_asks"]) >= 5 and len(seen["num_rounds"]) >= 3
+@pytest.mark.parametrize("name", RulesConfig.field_names())
+def test_the_configs_cover_every_value_of_every_flag(name):
+    """Every field's checked values come from its metadata (both bools, every choice, an int's
+    low and high, every table size) and the configurations take each of them."""
+    info = RulesConfig.flag_info(name)
+    values = flag_values(name)
+    if info["kind"] == "bool":
+        assert set(values) == {False, True}
+    elif info["kind"] == "str":
+        assert set(values) == set(info["choices"])
+    else:
+        assert values[0] == info["low"] and len(values) >= 2
+        assert info["high"] is None or values[-1] == info["high"]
+    for v in values:
+        RulesConfig.check_value(name, v)
+    seen = {getattr(RulesConfig(**flags), name) for flags, _ in CONFIGS}
+    assert seen == set(values)
+    assert {m for _, m in CONFIGS} >= {2, MAX_PLAYERS}
+
+
+def test_every_table_size_is_checked():
+    assert {flags["num_players"] for flags, _ in CONFIGS} == set(range(2, MAX_PLAYERS + 1))
+    assert set(flag_values("tribute_asks")) >= {0, 1, 2, 3, 5, 10, 44}
 
 
 @pytest.mark.parametrize("flags,max_players", CONFIGS,
-                         ids=[f"n{f['num_players']}" for f, _ in CONFIGS])
+                         ids=[f"n{f['num_players']}-m{m}" for f, m in CONFIGS])
 def test_same_game_as_the_scalar_engine(flags, max_players):
     """Every step: the same legal masks, observations (float32 bits), acting seats, rewards,
     round results and scores; samples: other seats' observations, state(), to_state(),
@@ -87,6 +113,23 @@ def test_rare_rules_are_reached_and_agree():
             figures=fig2).run(200)
     assert fig2.total == 0, fig2.first
     assert fig.seen["deadlock"] + fig2.seen["deadlock"] > 0
+
+
+def test_the_differential_check_over_random_configurations():
+    """The checker's own run (``python tests/vector_check.py --matches 100000`` by hand) on a
+    few hundred matches in groups of random table sizes and flags, drawn from the metadata."""
+    fig = check(600, seed=3, batch=64, progress=0)
+    assert fig.total == 0, f"{dict(fig.diffs)}: {fig.first}"
+    assert fig.matches >= 600 and fig.groups >= 9
+
+
+def test_the_checker_runs_as_a_command():
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "vector_check.py"),
+                           "--matches", "12", "--batch", "6", "--seed", "2"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^matches \d+ ", proc.stdout, re.M), proc.stdout
+    assert "differences: mask 0, obs 0, seat 0, rewards 0" in proc.stdout
 
 
 # -- autoreset ----------------------------------------------------------------------------

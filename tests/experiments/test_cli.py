@@ -210,7 +210,7 @@ def test_a_checkpoint_that_does_not_load_is_a_one_line_error(tmp_path, capsys):
         for item in src.infolist():
             dst.writestr(item, b"garbage" if item.filename == "policy.pth"
                          else src.read(item.filename))
-    last = usage_error(["play", "--bots", f"ppo:path={broken}", "--save",
+    last = usage_error(["play", "--bots", f"ppo:path={broken},trust=1", "--save",
                         str(tmp_path / "x.json")], capsys, "play")
     assert f"checkpoint {broken} could not be loaded" in last
     assert not (tmp_path / "x.json").exists()

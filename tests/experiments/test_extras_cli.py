@@ -59,8 +59,6 @@ CASES = [
      f"python -m {M}tribute_fit", ["out"]),
     (["-m", M + "tribute_headroom", "--data", "d.npz", "--out", "out"], ["matplotlib"],
      "experiments", f"python -m {M}tribute_headroom", ["out"]),
-    (["-m", M + "vector_check", "--matches", "10"], ["numba"], "vector",
-     f"python -m {M}vector_check", []),
     (["-m", M + "main_job", "--samples", "1", "--matches", "4", "--out", "out"], ["torch"],
      "train", f"python -m {M}main_job", ["out"]),
 ]

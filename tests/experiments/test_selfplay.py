@@ -145,12 +145,15 @@ def test_checkpoint_resume_and_corrupt_checkpoint(tmp_path):
     assert np.array_equal(weights(again), weights(run))
     again.iteration()
     assert again.updates == run.updates + 1
-    bad = tmp_path / "bad.pt"
+    bad = run.dir / "checkpoints" / "bad.pt"  # in the run's folder: resumed there
     bad.write_bytes(b"garbage")
     with pytest.raises(ValueError, match="could not be read"):
         Run(cfg, resume=str(bad))
     with pytest.raises(ValueError, match="does not exist"):
-        Run(cfg, resume=str(tmp_path / "missing.pt"))
+        Run(cfg, resume=str(run.dir / "checkpoints" / "missing.pt"))
+    # a checkpoint from elsewhere would continue in a folder that holds another run
+    with pytest.raises(ValueError, match="already holds another run"):
+        Run(cfg, resume=str(tmp_path / "elsewhere.pt"))
 
 
 def test_short_run_with_league_and_evaluation(tmp_path):

@@ -40,7 +40,7 @@ def test_resume_continues_from_a_checkpoint(tiny_run, tmp_path):
     cfg = TrainConfig(**{**json.loads((tiny_run / "config.json").read_text()),
                          "out_dir": str(tmp_path), "run_name": "resumed",
                          "total_timesteps": 768})
-    final = train(cfg, resume=str(ckpt))
+    final = train(cfg, resume=str(ckpt), trust=True)  # the run's own checkpoint
     meta = json.loads(final.with_suffix(".json").read_text())
     assert meta["num_timesteps"] >= 768
     assert meta["history"][0]["timesteps"] <= 512  # the earlier evaluations carried over
@@ -58,7 +58,7 @@ def test_resume_alone_continues_the_run_in_its_folder_with_its_settings(
     monkeypatch.chdir(cwd)
     ckpt = str(run / "checkpoints" / "step_256.zip")
     capsys.readouterr()
-    assert main(["--resume", ckpt, "--total-timesteps", "700"]) == 0
+    assert main(["--resume", ckpt, "--trust-checkpoint", "--total-timesteps", "700"]) == 0
     assert list(cwd.iterdir()) == []  # not runs/ppo-seed0/ with the defaults
     err = capsys.readouterr().err
     assert "total_timesteps: 512 -> 700" in err
@@ -92,7 +92,8 @@ def test_resume_alone_continues_the_run_in_its_folder_with_its_settings(
 ])
 def test_resume_refuses_what_the_checkpoint_keeps(tiny_run, argv, needle, capsys):
     with pytest.raises(SystemExit) as exc:
-        main(["--resume", str(tiny_run / "checkpoints" / "step_256.zip")] + argv)
+        main(["--resume", str(tiny_run / "checkpoints" / "step_256.zip"),
+              "--trust-checkpoint"] + argv)
     assert exc.value.code == 2
     assert needle in capsys.readouterr().err
 
@@ -105,14 +106,15 @@ def test_ppo_agent_plays_legal_moves_at_any_table_size(tiny_run):
     path = tiny_run / "checkpoints" / "final.zip"
     for n in (2, 3, 4):
         config = RulesConfig(num_players=n, num_rounds=1)
-        agents = [make_agent(f"ppo:path={path}", seed=0)] + \
+        agents = [make_agent(f"ppo:path={path},trust=1", seed=0)] + \
             [make_agent("random", seed=k) for k in range(1, n)]
         rec = play_match(agents, config, seed=n)  # raw_env raises on an illegal move
         assert len(rec.rounds) == 1
-    sampler = make_agent(f"ppo:path={path},deterministic=false", seed=3)
+    sampler = make_agent(f"ppo:path={path},deterministic=false,trust=1", seed=3)
     sampler.start_match(0, RulesConfig(num_players=4))
     with pytest.raises(ValueError, match="trained for tables of up to 4 players"):
-        make_agent(f"ppo:path={path}", seed=0).start_match(0, RulesConfig(num_players=5))
+        make_agent(f"ppo:path={path},trust=1", seed=0).start_match(0,
+                                                                  RulesConfig(num_players=5))
 
 
 @pytest.mark.parametrize("argv,needle", [

@@ -1,19 +1,20 @@
 """Differential check of the batched engine (``dragons_egg_env.vector``) against the scalar
-rules engine (``dragons_egg_env.engine``), and its speed.
+rules engine (``dragons_egg_env.engine``): test support, and a command for long runs.
 
-``python -m dragons_egg.experiments.vector_check --matches 100000 --seed 0 --batch 256`` plays
-matches over every table size 2..8 and random rule flags (every flag, with both or several values),
-one random configuration per group of ``--batch`` matches. The scalar engine is fed the batched
-engine's deals and the same random actions, and every step compares the legal mask, the observation
-of the seat to act (float32 bits), the acting seat, the rewards, the round results and the final
-scores; samples of steps also compare the observations of other seats, the full state encoding,
-``to_state`` field by field, and replay exports played back by ``replay.replay``. It prints progress
-lines and the figures, and exits 1 on any difference.
+``python tests/vector_check.py --matches 100000 --seed 0 --batch 512`` (from the checkout, with
+the ``vector`` extra) plays matches over every table size 2..8 and random rule flags, one random
+configuration per group of ``--batch`` matches. The configurations come from ``RulesConfig``'s
+field metadata (:func:`flag_values`): a new rule flag is drawn with the others, with no change
+here. The scalar engine is fed the batched engine's deals and the same random actions, and every
+step compares the legal mask, the observation of the seat to act (float32 bits), the acting
+seat, the rewards, the round results and the final scores; samples of steps also compare the
+observations of other seats, the full state encoding, ``to_state`` field by field, and replay
+exports played back by ``replay.replay``. It prints progress lines and the figures, and exits 1
+on any difference.
 
-``python -m dragons_egg.experiments.vector_check --speed`` measures instead, on one core: random
-play through ``dragons_egg_v0.raw_env()`` (the benchmark's AEC loop) and through
-``VectorEngine.random_steps`` at ``--speed-batch`` matches (4 players, observations and masks every
-step), interleaved, plus the memory per match.
+``tests/env/test_vector.py`` imports :class:`Checker`, :class:`Figures`, :func:`state_diff`,
+:func:`flag_values` and :func:`check`, and runs :func:`check` on a few hundred matches in the
+suite. (``dragons-egg bench --vector`` measures the batched engine's speed.)
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import numpy as np
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import GIVE_BASE, NUM_ACTIONS
 from dragons_egg_env.cards import EGG
-from dragons_egg_env.config import RulesConfig
+from dragons_egg_env.config import MAX_PLAYERS, RulesConfig
 from dragons_egg_env.extras import require_cli
 from dragons_egg_env.observation import Encoder
 from dragons_egg_env.replay import ReplayError, replay
@@ -40,25 +41,47 @@ from dragons_egg_env.replay import ReplayError, replay
 #: What a difference can be in; the counters of the report.
 KINDS = ("mask", "obs", "seat", "rewards", "round_result", "scores", "other_seat_obs",
          "state_obs", "to_state", "replay")
-TRIBUTE_ASKS = (0, 1, 2, 3, 5, 10, 44)
+#: Steps from ``low`` of the values an int flag with a wide range is checked with (plus
+#: ``high``): short and long tributes alike.
+INT_STEPS = (0, 1, 2, 3, 5, 10)
+#: Values an int flag without an upper bound (``num_rounds``) is checked with: ``low`` and the
+#: next ones.
+UNBOUNDED_VALUES = 4
 _MASK_BYTES = (NUM_ACTIONS + 7) // 8
 
 
+def flag_values(name: str) -> tuple[Any, ...]:
+    """The values of ``RulesConfig`` field ``name`` that checks use, from its metadata: both
+    values of a bool, every choice of a string, every value of an int with at most 8 (the table
+    size), else ``low`` plus :data:`INT_STEPS` and ``high`` (``low`` and the next few when it has
+    no upper bound)."""
+    info = RulesConfig.flag_info(name)
+    if info["kind"] == "bool":
+        return (False, True)
+    if info["kind"] == "str":
+        return tuple(info["choices"])
+    low, high = info["low"], info["high"]
+    if high is None:
+        return tuple(range(low, low + UNBOUNDED_VALUES))
+    if high - low < 8:
+        return tuple(range(low, high + 1))
+    return tuple(low + d for d in INT_STEPS if low + d < high) + (high,)
+
+
 def random_config(rng: random.Random, num_players: int | None = None) -> tuple[RulesConfig, int]:
-    """A random table size (2..8), rule flags and ``max_players`` (n..8)."""
-    n = num_players if num_players is not None else rng.randint(2, 8)
-    config = RulesConfig(
-        num_players=n,
-        num_rounds=rng.choice((1, 2, 3, 4)),
-        opening_ten_of_fire_alone=rng.random() < 0.5,
-        pass_locks_out=rng.random() < 0.5,
-        completion_out_of_turn=rng.random() < 0.5,
-        dragons_per_play=rng.choice(("one", "any")),
-        tribute_asks=rng.choice(TRIBUTE_ASKS),
-        egg_in_tribute=rng.random() < 0.5,
-        reward_scheme=rng.choice(("rank", "dragon_egg")),
-    )
-    return config, rng.randint(n, 8)
+    """A random configuration: every field of ``RulesConfig`` drawn from :func:`flag_values`
+    (a bool with ``rng.random() < 0.5``), ``num_players`` fixed if given; and ``max_players``
+    (n..8)."""
+    values: dict[str, Any] = {}
+    for name in RulesConfig.field_names():
+        if name == "num_players" and num_players is not None:
+            values[name] = num_players
+        elif RulesConfig.flag_info(name)["kind"] == "bool":
+            values[name] = rng.random() < 0.5
+        else:
+            values[name] = rng.choice(flag_values(name))
+    config = RulesConfig(**values)
+    return config, rng.randint(config.num_players, MAX_PLAYERS)
 
 
 def state_diff(a: E.State, b: E.State) -> list[str]:
@@ -290,53 +313,14 @@ def report(fig: Figures, seconds: float, out=sys.stdout) -> None:
         print("  " + line, file=out)
 
 
-# ---------------------------------------------------------------------------------------
-# Speed.
-
-def speed(seconds: float, batch: int, players: int, seed: int, rounds: int = 3) -> dict:
-    """Steps/s of random play: raw_env through the benchmark's AEC loop, and the batched
-    engine's ``random_steps`` (observations and masks every step), interleaved in three
-    slices each; plus bytes per match."""
-    from dragons_egg.experiments.bench import AECLoop
-    from dragons_egg_env import dragons_egg_v0
-    from dragons_egg_env.vector import VectorEngine
-
-    aec = AECLoop(lambda: dragons_egg_v0.raw_env(num_players=players), seed)
-    eng = VectorEngine(batch, num_players=players, seed=seed, copy=False, record=False)
-    eng.reset()
-    eng.random_steps(50)  # warm: compiled or loaded
-    rates: dict[str, list[float]] = {"raw_env": [], "vector": []}
-    for _ in range(rounds):
-        t = time.perf_counter()
-        steps, _, _ = aec.run(t + seconds)
-        rates["raw_env"].append(steps / (time.perf_counter() - t))
-        t = time.perf_counter()
-        total = 0
-        while time.perf_counter() - t < seconds:
-            total += eng.random_steps(64).steps
-        rates["vector"].append(total / (time.perf_counter() - t))
-    rec = VectorEngine(batch, num_players=players, seed=seed, copy=False, record=True)
-    rec.reset()
-    t = time.perf_counter()
-    total = 0
-    while time.perf_counter() - t < seconds:
-        total += rec.random_steps(64).steps
-    rates["vector_record"] = [total / (time.perf_counter() - t)]
-    return {"rates": rates, "memory": eng.memory_per_match(),
-            "memory_record": rec.memory_per_match()}
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m dragons_egg.experiments.vector_check",
+    p = argparse.ArgumentParser(prog="python tests/vector_check.py",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--matches", type=int, default=2000, help="matches to check (default 2000)")
     p.add_argument("--seed", type=int, default=0, help="seed of configurations, deals, actions")
     p.add_argument("--batch", type=int, default=256, help="matches per configuration")
     p.add_argument("--players", type=int, default=None, help="one table size (default: 2..8)")
     p.add_argument("--progress", type=float, default=30.0, help="seconds between progress lines")
-    p.add_argument("--speed", action="store_true", help="measure speed instead of checking")
-    p.add_argument("--seconds", type=float, default=5.0, help="--speed: seconds per slice")
-    p.add_argument("--speed-batch", type=int, default=1024, help="--speed: batch size")
     return p
 
 
@@ -344,17 +328,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     require_cli(parser.prog, "vector")  # the batched engine: before any match
-    if args.speed:
-        res = speed(args.seconds, args.speed_batch, args.players or 4, args.seed)
-        for name, r in res["rates"].items():
-            print(f"{name:14s} " + "  ".join(f"{x:,.0f}" for x in r) + " steps/s")
-        ratios = [v / r for v, r in zip(res["rates"]["vector"],
-                                    res["rates"]["raw_env"], strict=True)]
-        print("vector / raw_env: " + ", ".join(f"{x:.1f}" for x in ratios))
-        for key in ("memory", "memory_record"):
-            mem: dict[str, Any] = res[key]
-            print(f"{key} bytes per match: " + ", ".join(f"{k} {v:,.0f}" for k, v in mem.items()))
-        return 0
     start = time.perf_counter()
     fig = check(args.matches, args.seed, args.batch, args.progress, args.players)
     report(fig, time.perf_counter() - start)
