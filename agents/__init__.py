@@ -46,8 +46,7 @@ from dragons_egg_env.extras import MissingExtraError
 from .base import Agent, legal_from_mask
 from .heuristic import HeuristicAgent
 from .ismcts import ISMCTSAgent
-from .netpolicy import NetAgent
-from .ppo import PPOAgent, PreviousPPOAgent
+from .ppo import NetAgent, PPOAgent, PreviousPPOAgent
 from .rllib_agent import RLlibAgent
 from .simple import GreedyAgent, RandomAgent
 

@@ -3,17 +3,16 @@ batched self-play trainer (``dragons_egg.experiments.selfplay``).
 
 A checkpoint is one ``.npz`` file: the weights of a multilayer perceptron (``w0``, ``b0``,
 ``w1``, ``b1``, ... for the shared layers, ``pi_w``/``pi_b`` for the action logits and
-``v_w``/``v_b`` for the value), optionally ``pi_counts`` (a linear term added to the action
-logits, written by the tribute fit, ``dragons_egg.experiments.tribute_fit``, and the give-back
-table, ``dragons_egg.experiments.tribute_headroom``: in version 2 files a function of the own hand's
-number counts, :func:`count_features`; in version 3 files a function of those counts, the count of
-dragon cards held and the tribute context, :func:`tribute_features`; in version 4 files the same per
-table size, :func:`sized_tribute_features`), in version 4 files optionally ``pi_gate`` (per table
-size and action, a weight on the network's own logit: 0 lets ``pi_counts`` alone choose those
-actions at that size; absent, every weight is 1) and ``meta``, a JSON object with ``format``
-(``"dragons-egg-policy"``), ``version``, ``max_players`` (the observation padding it was trained
+``v_w``/``v_b`` for the value), optionally ``pi_counts`` and ``pi_gate``, the weights of
+the extra logit terms the file's heads name (:mod:`dragons_egg.agents.heads`: ``counts``,
+``tribute``, ``tribute_by_size`` add ``features(obs) @ pi_counts``; ``gate`` scales the
+network's own logits per table size), and ``meta``, a JSON object with ``format``
+(``"dragons-egg-policy"``), ``version`` (5), ``heads`` (the list of head names, empty for a
+plain network), ``max_players`` (the observation padding it was trained
 with), ``obs_size``, ``num_actions``, ``hidden`` and ``activation``, and whatever provenance the
-trainer records. Loading needs numpy only (no torch); playing one observation costs a few tens of
+trainer records. Files of versions 1 to 4, written before heads were named, carry no
+``heads``: their version says which (:data:`dragons_egg.agents.heads.VERSION_HEADS`), and they
+load as before. Loading needs numpy only (no torch); playing one observation costs a few tens of
 microseconds.
 
 A policy file holds numbers only, so it is safe to take from others: it is read with
@@ -28,9 +27,8 @@ files written before have none and load unchecked (the zip's CRC-32 of each memb
 checked). Weights that are not finite (NaN, infinity) are refused, when a file is written and
 when it is read. Every refusal is a :class:`PolicyFileError` naming the file.
 
-:class:`NetAgent` plays such a file at any table size up to its ``max_players`` (observations
-of smaller tables are padded with :func:`dragons_egg_env.observation.pad`), taking the most
-likely legal action (``deterministic=True``, the default) or sampling from the masked policy.
+The agent ``ppo`` (:class:`dragons_egg.agents.ppo.PPOAgent`) plays such a file at any table size
+up to its ``max_players``; ``net`` (:class:`NetAgent`) is its alias for policy files.
 """
 
 from __future__ import annotations
@@ -40,7 +38,7 @@ import json
 import math
 import re
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -48,38 +46,30 @@ import numpy as np
 import numpy.typing as npt
 
 from dragons_egg_env.actions import NUM_ACTIONS
-from dragons_egg_env.cards import NUM_NUMBERS
-from dragons_egg_env.config import TABLE_SIZES, RulesConfig
-from dragons_egg_env.engine import Phase
+from dragons_egg_env.config import TABLE_SIZES
 from dragons_egg_env.observation import (
-    OBS_PHASES,
     MaskArray,
     ObsArray,
     layout,
-    pad,
     players_for_size,
 )
 
-from .base import Agent
+from .heads import (
+    GATE,
+    GATED,
+    HEADS,
+    VERSION_HEADS,
+    FloatArray,
+    additive_head,
+    check_heads,
+    size_index,
+)
 
 POLICY_FORMAT = "dragons-egg-policy"
-#: The newest version written (a file without ``pi_counts`` is written as version 1).
-POLICY_VERSION = 4
-#: Versions this library reads (version 1 files have no ``pi_counts``).
-READ_VERSIONS = (1, 2, 3, 4)
-#: Size of :func:`count_features`: per number 1..10, one-hot how many of its cards are held.
-COUNT_FEATURES = NUM_NUMBERS * 5
-#: Card groups of :func:`tribute_features`: the numbers 1..10, then the dragon cards.
-GROUPS = NUM_NUMBERS + 1
-#: Tribute contexts (:func:`tribute_context`): the first ask, an ask after misses only, an ask
-#: after a hit, and every other phase (the give-back; play never has a tribute action).
-TRIBUTE_CONTEXTS = ("first ask", "ask after misses", "ask after a hit", "give")
-#: Size of :func:`tribute_features`: per context and group, one-hot how many cards are held.
-TRIBUTE_FEATURES = len(TRIBUTE_CONTEXTS) * GROUPS * 5
-#: Size of :func:`sized_tribute_features`: :func:`tribute_features` per table size.
-SIZED_TRIBUTE_FEATURES = len(TABLE_SIZES) * TRIBUTE_FEATURES
-#: Rows of ``pi_counts`` in each file version that has it.
-PI_COUNTS_ROWS = {2: COUNT_FEATURES, 3: TRIBUTE_FEATURES, 4: SIZED_TRIBUTE_FEATURES}
+#: The version written: 5, the first whose ``meta`` names its ``heads``.
+POLICY_VERSION = 5
+#: Versions this library reads (1 to 4: heads from the version, ``VERSION_HEADS``).
+READ_VERSIONS = (1, 2, 3, 4, 5)
 ACTIVATIONS = ("tanh", "relu")
 #: The most bytes the arrays of a policy file may hold in all (declared by their ``.npy``
 #: headers, checked before any is read): 64 times the shipped policy's ~1.7 MB, far beyond any
@@ -90,89 +80,8 @@ MAX_META_BYTES = 16 * 2**20
 #: The arrays a policy file may hold (``meta`` and the weights; see the module docstring).
 MEMBER_NAMES = re.compile(r"(meta|[wb]\d+|pi_w|pi_b|v_w|v_b|pi_counts|pi_gate)\.npy")
 
-#: Weights, biases and features: float32 arrays.
-FloatArray = npt.NDArray[np.float32]
-#: Counts and indices: int64 arrays.
-IntArray = npt.NDArray[np.int64]
-
-
 class PolicyFileError(ValueError):
     """A policy file that is missing, not a policy, or corrupt (the message names it)."""
-
-
-def count_features(obs: ObsArray) -> FloatArray:
-    """``(..., 50)`` float32: for each number 1..10, one-hot how many of its four cards the own
-    hand holds (0..4), read from the observation's ``hand`` bits (its first 40 values; card
-    ``(number - 1) * 4 + suit``, R1 order)."""
-    obs = np.asarray(obs)
-    counts = obs[..., :4 * NUM_NUMBERS].reshape(*obs.shape[:-1], NUM_NUMBERS, 4).sum(-1)
-    onehot: npt.NDArray[np.bool_] = counts.astype(np.int64)[..., None] == np.arange(5)
-    return onehot.reshape(*obs.shape[:-1], COUNT_FEATURES).astype(np.float32)
-
-
-def group_counts(obs: ObsArray) -> IntArray:
-    """``(..., 11)`` int: how many cards of each number 1..10 (0..4) and how many dragon cards
-    (0..4) the own hand holds, from the observation's ``hand`` bits (R1 card order)."""
-    obs = np.asarray(obs)
-    nums = obs[..., :4 * NUM_NUMBERS].reshape(*obs.shape[:-1], NUM_NUMBERS, 4).sum(-1)
-    dragons = obs[..., 4 * NUM_NUMBERS:4 * NUM_NUMBERS + 4].sum(-1, keepdims=True)
-    both: npt.NDArray[np.float32] = np.concatenate([nums, dragons], axis=-1)
-    return both.astype(np.int64)
-
-
-def tribute_context(obs: ObsArray, max_players: int) -> IntArray:
-    """Index into :data:`TRIBUTE_CONTEXTS` of each observation (padded to ``max_players``):
-    in the ask phase (R31) 0 before any ask, 1 after asks that all missed, 2 after a hit (the
-    observation's ``tribute_asked`` and ``tribute_taken`` bits, R32); else 3."""
-    obs = np.asarray(obs)
-    lay = layout(max_players)
-    ph, asked, taken = (lay.field(k) for k in ("phase", "tribute_asked", "tribute_taken"))
-    ask = obs[..., ph.start + OBS_PHASES.index(Phase.ASK)] > 0.5
-    n_asked = obs[..., asked.start:asked.start + asked.size].sum(-1)
-    n_taken = obs[..., taken.start:taken.start + taken.size].sum(-1)
-    ctx = np.where(n_taken > 0, 2, np.where(n_asked > 0, 1, 0))
-    out: npt.NDArray[np.int_] = np.where(ask, ctx, 3)
-    return out.astype(np.int64)
-
-
-def tribute_features(obs: ObsArray, max_players: int) -> FloatArray:
-    """``(..., TRIBUTE_FEATURES)`` float32: the one-hot :func:`group_counts` (55 values) in
-    the block of the observation's :func:`tribute_context`, zeros in the other blocks."""
-    obs = np.asarray(obs)
-    onehot = (group_counts(obs)[..., None] == np.arange(5)).reshape(*obs.shape[:-1], -1)
-    blocks = tribute_context(obs, max_players)[..., None] == np.arange(len(TRIBUTE_CONTEXTS))
-    out: npt.NDArray[np.bool_] = blocks[..., :, None] & onehot[..., None, :]
-    return out.reshape(*obs.shape[:-1], TRIBUTE_FEATURES).astype(np.float32)
-
-
-def table_size(obs: ObsArray, max_players: int) -> IntArray:
-    """How many players sit at the table of each observation (padded to ``max_players``): the
-    count of its ``seat_present`` bits."""
-    obs = np.asarray(obs)
-    f = layout(max_players).field("seat_present")
-    seats: npt.NDArray[np.float32] = np.rint(obs[..., f.start:f.start + f.size].sum(-1))
-    return seats.astype(np.int64)
-
-
-def size_index(obs: ObsArray, max_players: int) -> IntArray:
-    """Index into :data:`dragons_egg_env.config.TABLE_SIZES` of each observation's
-    :func:`table_size`; an observation whose seat count is no table size is a ValueError."""
-    n = table_size(obs, max_players)
-    if n.size and (n.min() < TABLE_SIZES[0] or n.max() > TABLE_SIZES[-1]):
-        raise ValueError(f"an observation's seat_present bits count {int(n.min())}..{int(n.max())} "
-                         f"seats; a table has {TABLE_SIZES[0]} to {TABLE_SIZES[-1]}")
-    return n - TABLE_SIZES[0]
-
-
-def sized_tribute_features(obs: ObsArray, max_players: int) -> FloatArray:
-    """``(..., SIZED_TRIBUTE_FEATURES)`` float32: :func:`tribute_features` in the block of the
-    observation's table size (2, 3, ... 8 in :data:`TABLE_SIZES` order), zeros in the others.
-    A version-4 ``pi_counts`` can so treat each table size apart."""
-    obs = np.asarray(obs)
-    feats = tribute_features(obs, max_players)
-    blocks = size_index(obs, max_players)[..., None] == np.arange(len(TABLE_SIZES))
-    out: FloatArray = blocks[..., :, None] * feats[..., None, :]
-    return out.reshape(*obs.shape[:-1], SIZED_TRIBUTE_FEATURES).astype(np.float32)
 
 
 class NetPolicy:
@@ -181,18 +90,21 @@ class NetPolicy:
     def __init__(self, layers: list[tuple[FloatArray, FloatArray]],
                  pi: tuple[FloatArray, FloatArray], v: tuple[FloatArray, FloatArray],
                  meta: dict[str, Any], pi_counts: FloatArray | None = None,
-                 pi_gate: FloatArray | None = None) -> None:
+                 pi_gate: FloatArray | None = None, heads: Sequence[str] = ()) -> None:
         self.layers = layers
         self.pi = pi
         self.v = v
-        #: ``(COUNT_FEATURES, NUM_ACTIONS)`` (version 2: logits += count_features(obs) @
-        #: pi_counts), ``(TRIBUTE_FEATURES, NUM_ACTIONS)`` (version 3: tribute_features),
-        #: ``(SIZED_TRIBUTE_FEATURES, NUM_ACTIONS)`` (version 4: sized_tribute_features), or
-        #: None.
+        #: The names of its extra logit terms (:data:`dragons_egg.agents.heads.HEADS` and
+        #: ``gate``); a ValueError when they do not fit ``pi_counts`` and ``pi_gate``.
+        self.heads = check_heads(list(heads))
+        #: ``(head.rows, NUM_ACTIONS)``: logits += ``head.features(obs) @ pi_counts`` for its
+        #: additive head (``counts``, ``tribute`` or ``tribute_by_size``), or None.
         self.pi_counts = pi_counts
         #: ``(len(TABLE_SIZES), NUM_ACTIONS)``: per table size, the weight on the network's
-        #: own logit of each action (version 4 only), or None (every weight 1).
+        #: own logit of each action (head ``gate``), or None (every weight 1).
         self.pi_gate = pi_gate
+        self._head = additive_head(self.heads)
+        _check_head_arrays(self.heads, pi_counts, pi_gate)
         self.meta = meta
         self.max_players = int(meta["max_players"])
         #: Length of the observations it takes (``layout(max_players).size``).
@@ -242,16 +154,12 @@ class NetPolicy:
         return np.where(np.asarray(mask, dtype=bool), z, np.float32(-np.inf))
 
     def count_term(self, obs: ObsArray) -> FloatArray:
-        """``pi_counts``' part of the logits (its row count tells the file version's
-        features)."""
-        counts = self.pi_counts
-        if counts is None:
-            raise ValueError("this policy has no pi_counts (a version 1 policy)")
-        if counts.shape[0] == SIZED_TRIBUTE_FEATURES:
-            return sized_tribute_features(obs, self.max_players) @ counts
-        if counts.shape[0] == TRIBUTE_FEATURES:
-            return tribute_features(obs, self.max_players) @ counts
-        return count_features(obs) @ counts
+        """``pi_counts``' part of the logits: its head's features times ``pi_counts``."""
+        counts, head = self.pi_counts, self._head
+        if counts is None or head is None:
+            raise ValueError("this policy has no pi_counts (no additive head)")
+        out: FloatArray = head.features(obs, self.max_players) @ counts
+        return out
 
     def value(self, obs: ObsArray) -> FloatArray:
         """The value estimate of each observation."""
@@ -270,22 +178,7 @@ class NetPolicy:
         arrays["v_w"], arrays["v_b"] = self.v
         if self.pi_counts is not None:
             arrays["pi_counts"] = self.pi_counts
-        version = 1
-        if self.pi_counts is not None:
-            by_rows = {rows: v for v, rows in PI_COUNTS_ROWS.items()}
-            if self.pi_counts.ndim != 2 or self.pi_counts.shape[0] not in by_rows:
-                raise ValueError(f"pi_counts has shape {self.pi_counts.shape}; a policy file "
-                                 f"holds ({COUNT_FEATURES}, actions) (version 2), "
-                                 f"({TRIBUTE_FEATURES}, actions) (version 3) or "
-                                 f"({SIZED_TRIBUTE_FEATURES}, actions) (version 4)")
-            version = by_rows[self.pi_counts.shape[0]]
         if self.pi_gate is not None:
-            if version != 4:
-                raise ValueError("pi_gate needs a version-4 pi_counts "
-                                 f"({SIZED_TRIBUTE_FEATURES}, actions)")
-            if self.pi_gate.shape != (len(TABLE_SIZES), NUM_ACTIONS):
-                raise ValueError(f"pi_gate has shape {self.pi_gate.shape}; a policy file holds "
-                                 f"({len(TABLE_SIZES)}, {NUM_ACTIONS})")
             arrays["pi_gate"] = self.pi_gate
         for name, a in arrays.items():
             if not np.isfinite(a).all():
@@ -293,7 +186,8 @@ class NetPolicy:
                                  "holds values that are not finite (NaN or infinity)")
         meta = {k: v for k, v in self.meta.items() if k != "digest"}
         # as the file will hold it (JSON: tuples as lists), so that the digest reads back
-        meta = json.loads(json.dumps({**meta, "format": POLICY_FORMAT, "version": version}))
+        meta = json.loads(json.dumps({**meta, "format": POLICY_FORMAT,
+                                      "version": POLICY_VERSION, "heads": list(self.heads)}))
         meta["digest"] = policy_digest(arrays, meta)
         arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
         tmp = path.with_name(path.name + ".tmp")
@@ -302,6 +196,27 @@ class NetPolicy:
             np.savez_compressed(f, **arrays)  # type: ignore[arg-type]
         tmp.replace(path)
         return path
+
+
+def _check_head_arrays(heads: tuple[str, ...], pi_counts: FloatArray | None,
+                       pi_gate: FloatArray | None) -> None:
+    """``pi_counts`` and ``pi_gate`` are there exactly when ``heads`` name them, with the
+    shapes the heads need (a ValueError otherwise)."""
+    head = additive_head(heads)
+    if (pi_counts is None) != (head is None):
+        raise ValueError(f"pi_counts needs an additive head naming its features (heads: "
+                         f"{', '.join(HEADS)})" if head is None else
+                         f"the head {head.name!r} needs a pi_counts array")
+    if head is not None and pi_counts is not None and \
+            pi_counts.shape != (head.rows, NUM_ACTIONS):
+        raise ValueError(f"pi_counts has shape {pi_counts.shape}; the head {head.name!r} "
+                         f"needs ({head.rows}, {NUM_ACTIONS})")
+    if (pi_gate is None) != (GATE not in heads):
+        raise ValueError(f"pi_gate needs the head {GATE!r} (with {GATED!r})" if GATE not in
+                         heads else f"the head {GATE!r} needs a pi_gate array")
+    if pi_gate is not None and pi_gate.shape != (len(TABLE_SIZES), NUM_ACTIONS):
+        raise ValueError(f"pi_gate has shape {pi_gate.shape}; a policy file holds "
+                         f"({len(TABLE_SIZES)}, {NUM_ACTIONS})")
 
 
 def policy_digest(arrays: Mapping[str, npt.NDArray[Any]], meta: Mapping[str, Any]) -> str:
@@ -414,20 +329,50 @@ def _check_shapes(p: Path, shapes: Mapping[str, tuple[int, ...]],
         prev = w[1] if len(w) == 2 else -1
     ok &= shapes["pi_w"] == (prev, NUM_ACTIONS) and shapes["pi_b"] == (NUM_ACTIONS,)
     ok &= shapes["v_w"] == (prev, 1) and shapes["v_b"] == (1,)
-    version = meta.get("version")
-    if "pi_counts" in shapes:
-        if version not in PI_COUNTS_ROWS:
-            raise PolicyFileError(f"policy file {p}: version {version} has no 'pi_counts' "
-                                  "array")
-        ok &= shapes["pi_counts"] == (PI_COUNTS_ROWS[version], NUM_ACTIONS)
-    if "pi_gate" in shapes:
-        if version != 4 or "pi_counts" not in shapes:
-            raise PolicyFileError(f"policy file {p}: only version 4 (with 'pi_counts') has a "
-                                  f"'pi_gate' array")
+    heads = file_heads(p, meta, shapes)
+    head = additive_head(heads)
+    for name, named in (("pi_counts", head is not None), ("pi_gate", GATE in heads)):
+        if named and name not in shapes:
+            raise PolicyFileError(f"policy file {p} is incomplete: no {name} (its heads are "
+                                  f"{list(heads)})")
+        if not named and name in shapes:
+            raise PolicyFileError(f"policy file {p} holds '{name}', which its heads "
+                                  f"{list(heads)} do not use")
+    if head is not None:
+        ok &= shapes["pi_counts"] == (head.rows, NUM_ACTIONS)
+    if GATE in heads:
         ok &= shapes["pi_gate"] == (len(TABLE_SIZES), NUM_ACTIONS)
     if not ok:
         raise PolicyFileError(f"policy file {p}: weight shapes do not fit observations of "
                               f"{size} values and {NUM_ACTIONS} actions")
+
+
+def file_heads(p: Path, meta: Mapping[str, Any], members: Mapping[str, object]
+               ) -> tuple[str, ...]:
+    """The heads of a policy file: ``meta["heads"]`` (version 5; any version that records
+    them), or for a file of versions 1 to 4 without them, its version's
+    (:data:`dragons_egg.agents.heads.VERSION_HEADS`, when it holds ``pi_counts``; ``gate``
+    when a version-4 file holds ``pi_gate``). A :class:`PolicyFileError` when they are bad."""
+    version = meta.get("version")
+    if "heads" in meta:
+        try:
+            return check_heads(meta["heads"])
+        except ValueError as exc:
+            raise PolicyFileError(f"policy file {p}: {exc}") from None
+    if version not in VERSION_HEADS:
+        raise PolicyFileError(f"policy file {p} (version {version}) does not name its heads")
+    heads: tuple[str, ...] = ()
+    if "pi_counts" in members:
+        if not VERSION_HEADS[version]:
+            raise PolicyFileError(f"policy file {p}: version {version} has no 'pi_counts' "
+                                  "array")
+        heads = VERSION_HEADS[version]
+    if "pi_gate" in members:
+        if version != 4 or "pi_counts" not in members:
+            raise PolicyFileError(f"policy file {p}: only version 4 (with 'pi_counts') has a "
+                                  f"'pi_gate' array")
+        heads = (*heads, GATE)
+    return heads
 
 
 def load_policy_file(path: str | Path) -> NetPolicy:
@@ -491,7 +436,7 @@ def _build(p: Path, arrays: dict[str, npt.NDArray[Any]], meta: dict[str, Any]) -
     depth = sum(1 for k in f32 if k.startswith("w"))
     layers = [(f32[f"w{i}"], f32[f"b{i}"]) for i in range(depth)]
     return NetPolicy(layers, (f32["pi_w"], f32["pi_b"]), (f32["v_w"], f32["v_b"]), meta,
-                     f32.get("pi_counts"), f32.get("pi_gate"))
+                     f32.get("pi_counts"), f32.get("pi_gate"), file_heads(p, meta, f32))
 
 
 _CACHE: dict[tuple[str, float], NetPolicy] = {}
@@ -504,48 +449,3 @@ def cached_policy(path: str | Path) -> NetPolicy:
     if key not in _CACHE:
         _CACHE[key] = load_policy_file(p)
     return _CACHE[key]
-
-
-class NetAgent(Agent):
-    """A :class:`NetPolicy` from a ``.npz`` file, playing greedily (or sampling)."""
-
-    name = "net"
-    memoryless = True
-
-    def __init__(self, seed: int | None = None, path: str = "",
-                 deterministic: bool = True) -> None:
-        super().__init__(seed)
-        if not path:
-            raise ValueError("net: give the policy file, net:path=FILE.npz")
-        self.policy = cached_policy(path)
-        self.deterministic = deterministic
-        self.path = str(path)
-
-    @classmethod
-    def check_options(cls, path: str = "", deterministic: bool = True) -> None:
-        if not path:
-            raise ValueError("net: give the policy file, net:path=FILE.npz")
-        cached_policy(path)  # numpy only: a missing or corrupt file is a one-line error
-
-    @classmethod
-    def table_limit(cls, path: str = "", deterministic: bool = True) -> int:
-        return cached_policy(path).max_players
-
-    def start_match(self, seat: int, config: RulesConfig, max_players: int | None = None) -> None:
-        super().start_match(seat, config, max_players)
-        if config.num_players > self.policy.max_players:
-            raise ValueError(f"net: the policy {self.path} was trained for tables of up to "
-                             f"{self.policy.max_players} players; this table has "
-                             f"{config.num_players}")
-
-    def act(self, observation: ObsArray, action_mask: MaskArray) -> int:
-        obs = observation
-        if self.max_players != self.policy.max_players:
-            obs = pad(observation, self.max_players, self.policy.max_players)
-        z = self.policy.logits(obs, action_mask)
-        if self.deterministic:
-            return int(np.argmax(z))
-        p = np.exp(z - z.max())
-        p /= p.sum()
-        u = self.rng.random()
-        return min(int(np.searchsorted(np.cumsum(p), u, side="right")), len(p) - 1)

@@ -44,11 +44,13 @@ import hashlib
 import io
 import json
 import os
+import random
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.extras import missing_error, require
@@ -311,8 +313,64 @@ def table_message(path: str, players: int, table: int) -> str:
             f"--max-players {table}")
 
 
+def check_table(path: str | Path, players: int, table: int) -> None:
+    """The one table-size check of a learned policy: a :class:`CheckpointError`
+    (:func:`table_message`) when a policy trained for tables of up to ``players`` seats is
+    asked to play a table of ``table``."""
+    if table > players:
+        shipped = Path(path or SHIPPED) == SHIPPED
+        raise CheckpointError(table_message("" if shipped else str(path), players, table))
+
+
+def sample_action(rng: random.Random, probs: npt.NDArray[Any], mask: MaskArray) -> int:
+    """The one sampling routine of a learned policy: a legal action drawn with weights
+    ``probs`` (any positive scale) by one ``rng.random()`` (``random.Random.choices``)."""
+    legal = np.flatnonzero(mask)
+    return int(rng.choices(legal.tolist(), weights=probs[legal].tolist())[0])
+
+
+class _NetBackend:
+    """A numpy policy file (:class:`dragons_egg.agents.netpolicy.NetPolicy`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.net = _net_policy(path)
+        self.max_players = self.net.max_players
+
+    def greedy(self, obs: ObsArray, mask: MaskArray) -> int:
+        return int(np.argmax(self.net.logits(obs, mask)))
+
+    def weights(self, obs: ObsArray, mask: MaskArray) -> npt.NDArray[Any]:
+        z = self.net.logits(obs, mask)
+        out: npt.NDArray[Any] = np.exp(z - z.max())
+        return out
+
+
+class _SB3Backend:
+    """A Stable-Baselines3 MaskablePPO checkpoint (loaded only when trusted)."""
+
+    def __init__(self, path: Path, trust: bool) -> None:
+        self.model = load_policy(path, trust=trust)
+        self.max_players = policy_players(self.model)
+
+    def greedy(self, obs: ObsArray, mask: MaskArray) -> int:
+        action, _ = self.model.predict(obs, action_masks=mask, deterministic=True)
+        return int(action)
+
+    def weights(self, obs: ObsArray, mask: MaskArray) -> npt.NDArray[Any]:
+        import torch
+
+        with torch.no_grad():
+            t = torch.as_tensor(obs[None], dtype=torch.float32)
+            dist = self.model.policy.get_distribution(t, action_masks=mask[None])
+            # Discrete actions: one (masked) categorical distribution, not a list of them
+            assert isinstance(dist.distribution, torch.distributions.Categorical)
+            out: npt.NDArray[Any] = dist.distribution.probs[0].numpy()
+            return out
+
+
 class PPOAgent(Agent):
-    """A PPO policy of either checkpoint format (see the module docstring)."""
+    """The learned-policy agent: a policy file or an SB3 checkpoint, chosen by the file's
+    content (:func:`checkpoint_format`; see the module docstring)."""
 
     name = "ppo"
 
@@ -322,12 +380,9 @@ class PPOAgent(Agent):
         self.path = Path(path) if path else SHIPPED
         self.deterministic = deterministic
         self.format = checkpoint_format(self.path)
-        if self.format == "net":
-            self.net = _net_policy(self.path)
-            self.policy_players = self.net.max_players
-        else:
-            self.model = load_policy(self.path, trust=trust)
-            self.policy_players = policy_players(self.model)
+        self.backend: _NetBackend | _SB3Backend = (
+            _NetBackend(self.path) if self.format == "net" else _SB3Backend(self.path, trust))
+        self.policy_players = self.backend.max_players
 
     @classmethod
     def check_options(cls, path: str = "", deterministic: bool = True,
@@ -345,32 +400,46 @@ class PPOAgent(Agent):
     def start_match(self, seat: int, config: RulesConfig, max_players: int | None = None
                     ) -> None:
         super().start_match(seat, config, max_players)
-        if self.max_players > self.policy_players:
-            raise CheckpointError(table_message(str(self.path) if self.path != SHIPPED else "",
-                                                self.policy_players, self.max_players))
+        check_table(self.path, self.policy_players, self.max_players)
 
     def act(self, observation: ObsArray, action_mask: MaskArray) -> int:
         obs = pad(observation, self.max_players, self.policy_players)
         mask = np.asarray(action_mask, dtype=bool)
-        if self.format == "net":
-            z = self.net.logits(obs, mask)
-            if self.deterministic:
-                return int(np.argmax(z))
-            probs = np.exp(z - z.max())
-        elif self.deterministic:
-            action, _ = self.model.predict(obs, action_masks=mask, deterministic=True)
-            return int(action)
-        else:
-            import torch
+        if self.deterministic:
+            return self.backend.greedy(obs, mask)
+        return sample_action(self.rng, self.backend.weights(obs, mask), mask)
 
-            with torch.no_grad():
-                t = torch.as_tensor(obs[None], dtype=torch.float32)
-                dist = self.model.policy.get_distribution(t, action_masks=mask[None])
-                # Discrete actions: one (masked) categorical distribution, not a list of them
-                assert isinstance(dist.distribution, torch.distributions.Categorical)
-                probs = dist.distribution.probs[0].numpy()
-        legal = np.flatnonzero(mask)
-        return int(self.rng.choices(legal.tolist(), weights=probs[legal].tolist())[0])
+
+def _policy_file_path(path: str) -> str:
+    """``net``'s ``path``: required, and a policy file (``.npz``), not an SB3 checkpoint."""
+    if not path:
+        raise ValueError("net: give the policy file, net:path=FILE.npz")
+    if checkpoint_format(path) != "net":
+        raise CheckpointError(f"net plays policy files (.npz); {path} is a Stable-Baselines3 "
+                              f"checkpoint: play it as ppo:path={path},trust=1")
+    return path
+
+
+class NetAgent(PPOAgent):
+    """``net``: the agent ``ppo`` for policy files only (``net:path=FILE.npz``), kept as an
+    alias; it plays exactly as ``ppo:path=FILE.npz``. It is :attr:`memoryless`."""
+
+    name = "net"
+    memoryless = True
+
+    def __init__(self, seed: int | None = None, path: str = "",
+                 deterministic: bool = True) -> None:
+        super().__init__(seed, path=_policy_file_path(path), deterministic=deterministic)
+
+    @classmethod
+    def check_options(cls, path: str = "",  # type: ignore[override]
+                      deterministic: bool = True) -> None:
+        PPOAgent.check_options(_policy_file_path(path), deterministic)
+
+    @classmethod
+    def table_limit(cls, path: str = "",  # type: ignore[override]
+                    deterministic: bool = True) -> int:
+        return checkpoint_players(_policy_file_path(path))
 
 
 class PreviousPPOAgent(PPOAgent):

@@ -12,36 +12,20 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-from collections.abc import Callable
 
 from .actions import describe
 from .cards import DECK_STYLES
-from .config import MAX_PLAYERS, MIN_PLAYERS
+from .config import MAX_PLAYERS, MIN_PLAYERS, int_range
 from .dragons_egg_v0 import raw_env
-
-
-def _int_in(lo: int, hi: int | None = None) -> Callable[[str], int]:
-    """An argparse type: an integer ``>= lo`` (and ``<= hi`` when given)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < lo or (hi is not None and value > hi):
-            raise argparse.ArgumentTypeError(
-                f"expected {lo}..{hi}, got {value}" if hi is not None
-                else f"expected >= {lo}, got {value}")
-        return value
-    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m dragons_egg_env",
                                 description="Play one seeded match of random agents and show it.")
-    p.add_argument("--seed", type=_int_in(0), default=0, help="match seed (default 0)")
-    p.add_argument("--players", type=_int_in(MIN_PLAYERS, MAX_PLAYERS), default=4,
+    p.add_argument("--seed", type=int_range(0), default=0, help="match seed (default 0)")
+    p.add_argument("--players", type=int_range(MIN_PLAYERS, MAX_PLAYERS), default=4,
                    help=f"table size {MIN_PLAYERS}..{MAX_PLAYERS}")
-    p.add_argument("--rounds", type=_int_in(1), default=3, help="rounds in the match")
+    p.add_argument("--rounds", type=int_range(1), default=3, help="rounds in the match")
     p.add_argument("--deck-style", choices=DECK_STYLES, default=DECK_STYLES[0])
     p.add_argument("--quiet", action="store_true", help="only print the results")
     return p

@@ -8,8 +8,9 @@ bad value or an unknown name is a ``ValueError`` that names it.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -41,6 +42,22 @@ def parse_bool(text: str) -> bool:
     if low in FALSE_WORDS:
         return False
     raise ValueError(f"expected true or false, got {text!r}")
+
+
+def int_range(lo: int, hi: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer ``>= lo`` (and ``<= hi`` when given); the one of every
+    command line (``python -m dragons_egg_env`` and ``dragons_egg.experiments.cli_args``)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < lo or (hi is not None and value > hi):
+            raise argparse.ArgumentTypeError(
+                f"expected {lo}..{hi}, got {value}" if hi is not None
+                else f"expected >= {lo}, got {value}")
+        return value
+    return parse
 
 
 def _flag(default: Any, rule: str, meaning: str, *, low: int | None = None,

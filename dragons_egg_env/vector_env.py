@@ -33,7 +33,7 @@ imports it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import gymnasium
 import numpy as np
@@ -47,7 +47,7 @@ from .config import RulesConfig
 from .engine import IllegalActionError
 from .observation import ObsArray
 from .vector import VectorEngine
-from .wrappers import check_weights
+from .wrappers import check_pool
 
 #: A batched policy: ``(obs (k, obs_size) float32, mask (k, 134) bool) -> (k,) int actions``.
 BatchedPolicy = Callable[[ObsArray, npt.NDArray[np.bool_]], Any]
@@ -81,6 +81,15 @@ class MatchAwarePolicy(Protocol):
 def _policy_name(policy: Any) -> str:
     return str(getattr(policy, "label", None) or getattr(policy, "__name__", None)
                or type(policy).__name__)
+
+
+def _not_a_policy(p: Any) -> str | None:
+    if not (isinstance(p, MatchAwarePolicy) or callable(p)):
+        hint = (" (a scalar agent: wrap it in dragons_egg.agents.batched.AgentPolicy)"
+                if hasattr(p, "act") else "")
+        return (f"an opponent is a callable (obs, mask) -> actions or a "
+                f"MatchAwarePolicy, got {p!r}{hint}")
+    return None
 
 
 class SingleAgentVectorEnv(gymnasium.vector.VectorEnv[ObsArray, Rows, npt.NDArray[Any]]):
@@ -154,23 +163,9 @@ class SingleAgentVectorEnv(gymnasium.vector.VectorEnv[ObsArray, Rows, npt.NDArra
     def set_opponents(self, opponents: Sequence[BatchedPolicy | MatchAwarePolicy],
                       weights: Sequence[float] | None = None) -> None:
         """Replace the opponent pool (drawn from at the next match of each slot)."""
-        if isinstance(cast(object, opponents), (str, bytes)) \
-                or not isinstance(opponents, Sequence):  # callers without types
-            raise TypeError(f"opponents is a sequence of batched policies, got {opponents!r}")
         # (called by kind, as self._aware says: a MatchAwarePolicy's methods, else the callable)
-        pool: list[Any] = list(opponents)
-        if not pool:
-            raise ValueError("the opponent pool is empty")
-        for p in pool:
-            if isinstance(p, str):
-                raise TypeError(f"opponent {p!r} is a spec string, which this package does not "
-                                f"resolve: pass dragons_egg.agents.batched.AgentPolicy({p!r})")
-            if not (isinstance(p, MatchAwarePolicy) or callable(p)):
-                hint = (" (a scalar agent: wrap it in dragons_egg.agents.batched.AgentPolicy)"
-                        if hasattr(p, "act") else "")
-                raise TypeError(f"an opponent is a callable (obs, mask) -> actions or a "
-                                f"MatchAwarePolicy, got {p!r}{hint}")
-        checked = check_weights(weights, len(pool))
+        pool, checked = check_pool(opponents, weights, "batched policies",
+                                   "dragons_egg.agents.batched.AgentPolicy", _not_a_policy)
         if checked is None:
             w = np.full(len(pool), 1.0 / len(pool))
         else:

@@ -106,6 +106,39 @@ def check_weights(weights: Sequence[float] | None, size: int) -> list[float] | N
     return out
 
 
+def check_pool(opponents: Any, weights: Sequence[float] | None, kind: str, resolve_with: str,
+               problem: Callable[[Any], str | None]) -> tuple[list[Any], list[float] | None]:
+    """The opponent pool of a single-learner view, checked: the one check of
+    :meth:`SingleAgentEnv.set_pool` and
+    :meth:`dragons_egg_env.vector_env.SingleAgentVectorEnv.set_opponents`. ``opponents`` must
+    be a non-empty sequence (of ``kind``, as the error says), without spec strings (which this
+    package does not resolve: ``resolve_with`` names what does), of items that ``problem``
+    accepts (it returns why an item is no opponent, else ``None``); the weights are checked
+    by :func:`check_weights`. Returns the pool as a list and the weights."""
+    if isinstance(cast(object, opponents), (str, bytes)):  # callers without types
+        raise TypeError(f"opponents is a sequence of {kind}, got the string {opponents!r}")
+    if not isinstance(opponents, Sequence):
+        raise TypeError(f"opponents is a sequence of {kind}, got {opponents!r}")
+    pool = list(opponents)
+    if not pool:
+        raise ValueError("the opponent pool is empty")
+    for opp in pool:
+        if isinstance(opp, str):
+            raise TypeError(f"opponent {opp!r} is a spec string, which this package does not "
+                            f"resolve: pass {resolve_with}({opp!r})")
+        why = problem(opp)
+        if why is not None:
+            raise TypeError(why)
+    return pool, check_weights(weights, len(pool))
+
+
+def _not_an_opponent(opp: Any) -> str | None:
+    if not (isinstance(opp, OpponentFactory) or hasattr(opp, "act") or callable(opp)):
+        return (f"an opponent is a factory with make(seed), an agent with act() "
+                f"or a callable (observation, mask) -> action; got {opp!r}")
+    return None
+
+
 class SingleAgentEnv(gymnasium.Env[ObsArray, int]):
     """One learner against a pool of opponents (see the module docstring).
 
@@ -171,21 +204,8 @@ class SingleAgentEnv(gymnasium.Env[ObsArray, int]):
     def set_pool(self, opponents: Sequence[Opponent], weights: Sequence[float] | None = None
                  ) -> None:
         """Replace the opponent pool (takes effect at the next episode)."""
-        if isinstance(cast(object, opponents), (str, bytes)):  # a caller without types
-            raise TypeError(f"opponents is a sequence of opponents, got the string {opponents!r}")
-        pool = list(opponents)
-        if not pool:
-            raise ValueError("the opponent pool is empty")
-        for opp in pool:
-            if isinstance(opp, str):
-                raise TypeError(f"opponent {opp!r} is a spec string, which this package does not "
-                                f"resolve: pass dragons_egg.agents.AgentSpec({opp!r})")
-            if not (isinstance(opp, OpponentFactory) or hasattr(opp, "act") or callable(opp)):
-                raise TypeError(f"an opponent is a factory with make(seed), an agent with act() "
-                                f"or a callable (observation, mask) -> action; got {opp!r}")
-        weights = check_weights(weights, len(pool))
-        self.pool = pool
-        self.weights = weights
+        self.pool, self.weights = check_pool(opponents, weights, "opponents",
+                                             "dragons_egg.agents.AgentSpec", _not_an_opponent)
 
     def add_opponent(self, opponent: Opponent, weight: float | None = None) -> None:
         """Add one opponent (for self-play snapshots)."""

@@ -26,23 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dragons_egg_env.config import MAX_PLAYERS, MIN_PLAYERS, ConfigError, RulesConfig, parse_bool
-
-
-def int_range(lo: int, hi: int | None = None) -> Callable[[str], int]:
-    """An argparse type: an integer ``>= lo`` (and ``<= hi`` when given)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < lo or (hi is not None and value > hi):
-            raise argparse.ArgumentTypeError(
-                f"expected {lo}..{hi}, got {value}" if hi is not None
-                else f"expected >= {lo}, got {value}")
-        return value
-    return parse
-
+from dragons_egg_env.config import (  # int_range: the one in dragons_egg_env, re-exported
+    MAX_PLAYERS,
+    MIN_PLAYERS,
+    ConfigError,
+    RulesConfig,
+    int_range,
+    parse_bool,
+)
 
 #: An argparse type for a table size (R3).
 table_size = int_range(MIN_PLAYERS, MAX_PLAYERS)

@@ -51,7 +51,7 @@ from dragons_egg_env.engine import Phase
 from dragons_egg_env.extras import require_cli
 from dragons_egg_env.observation import OBS_PHASES, layout
 
-from .tournament import _bootstrap, _derive, deal_sequence
+from .tournament import bootstrap, deal_sequence, derive
 
 TRIBUTE_POLICIES = ("none", "random", "heuristic", "learned", "learned-ask", "learned-give")
 
@@ -123,15 +123,15 @@ def _deal_range(task: tuple) -> dict[str, Any]:
     given = np.zeros(NUM_CARDS, dtype=int)
     dragons = []
     for i, d in enumerate(range(lo, hi)):
-        hands = deal_sequence(config, _derive(seed, d))
+        hands = deal_sequence(config, derive(seed, d))
         deal_codes = [[codes(h) for h in r] for r in hands]
         seen = set()
         for t in policies:
-            agents = [TributeMix(make_agent(play_spec, seed=_derive(seed, d, q)), t,
-                                 seed=_derive(seed, d, q, 1),
-                                 learner=_learner(tribute, _derive(seed, d, q, 2)))
+            agents = [TributeMix(make_agent(play_spec, seed=derive(seed, d, q)), t,
+                                 seed=derive(seed, d, q, 1),
+                                 learner=_learner(tribute, derive(seed, d, q, 2)))
                       for q in range(num_players)]
-            rec = play_match(agents, config, seed=_derive(seed, d), deals=deal_codes)
+            rec = play_match(agents, config, seed=derive(seed, d), deals=deal_codes)
             dragon = rec.rounds[0]["order"][0]
             seen.add(dragon)
             rewards[t][i] = rec.rounds[1]["rewards"][dragon]  # R27, as the engine scored it
@@ -214,10 +214,10 @@ def summarize(res: dict[str, Any], reps: int = 2000) -> dict[str, Any]:
     w = np.ones(len(res["dragons"]))
     out: dict[str, Any] = {"policies": {}, "vs_heuristic": {}}
     for t, r in res["rewards"].items():
-        out["policies"][t] = _bootstrap(r, w, reps, rng)
+        out["policies"][t] = bootstrap(r, w, reps, rng)
     for t, r in res["rewards"].items():
         if t != "heuristic":
-            out["vs_heuristic"][t] = _bootstrap(r - res["rewards"]["heuristic"], w, reps, rng)
+            out["vs_heuristic"][t] = bootstrap(r - res["rewards"]["heuristic"], w, reps, rng)
     return out
 
 

@@ -26,8 +26,8 @@ measures it instead, on duplicate deals:
    context (first ask, ask after misses, ask after a hit, give-back), card group (a number, or
    the dragon cards) and count of that group in the own hand (one-hot, so "ask for the number I
    hold once after a hit" and "give back a card I hold alone" can be told apart; written into
-   the policy file, version 3, as ``pi_counts``,
-   :func:`dragons_egg.agents.netpolicy.tribute_features`), and
+   the policy file as the head ``tribute``'s ``pi_counts``,
+   :func:`dragons_egg.agents.heads.tribute_features`), and
    a weight per phase on the old logit. It is fitted by ridge regression to ``scale * (Q(s, a) -
    Q(s, pass))`` in the ask phase (the model being the logit minus the pass logit) and to
    ``scale * (Q(s, a) - mean Q(s, .))`` in the give phase, over every legal action of every
@@ -61,11 +61,12 @@ from typing import Any
 
 import numpy as np
 
-from dragons_egg.agents.netpolicy import (
+from dragons_egg.agents.heads import (
     GROUPS,
     TRIBUTE_FEATURES,
     group_counts,
     tribute_context,
+    tribute_row,
 )
 from dragons_egg.experiments.cli_args import config_cli
 from dragons_egg.experiments.selfplay import tribute_rows
@@ -274,7 +275,7 @@ def run_chunk(task: tuple[str, int, int, str, int, float, int, bool]) -> dict[st
 
 #: Tribute columns of the action layer (asks of cards 0..43, then gives of cards 0..44) and
 #: what each one is: its card, whether it is a give, and its group of
-#: :func:`dragons_egg.agents.netpolicy.group_counts` (0..9: the card's number, 10: a dragon card;
+#: :func:`dragons_egg.agents.heads.group_counts` (0..9: the card's number, 10: a dragon card;
 #: -1: the
 #: Egg, which has no count term).
 NCOL = NUM_ACTIONS - ASK_BASE
@@ -284,7 +285,8 @@ _GIVE = np.r_[np.zeros(GIVE_BASE - ASK_BASE, int), np.ones(NUM_ACTIONS - GIVE_BA
 #: ``NUM_NUMBERS`` for a dragon card, -1 for the Egg.
 COLUMN_GROUP = np.where(_CARD < 4 * NUM_NUMBERS, _CARD // 4, np.where(_CARD < EGG, NUM_NUMBERS, -1))
 #: Parameters of the fit: a bias per column, a weight per (tribute context, group, count held)
-#: (the rows of a version-3 ``pi_counts``) and a weight per phase on the old policy's logits.
+#: (the rows of a ``tribute`` head's ``pi_counts``) and a weight per phase on the old
+#: policy's logits.
 NPARAM = NCOL + TRIBUTE_FEATURES + 2
 _BLOCK = GROUPS * 5
 
@@ -362,10 +364,10 @@ def fitted_policy(policy, theta: np.ndarray, meta: dict[str, Any]):
             b[col] = b0[PASS] + a_ask * (b0[col] - b0[PASS]) + theta[j]
         if COLUMN_GROUP[j] >= 0:  # the blocks of its phase's contexts (asks: 0..2; gives: 3)
             for c in ((3,) if _GIVE[j] else (0, 1, 2)):
-                r = _BLOCK * c + 5 * COLUMN_GROUP[j]
+                r = tribute_row(c, COLUMN_GROUP[j])
                 counts[r:r + 5, col] = theta[NCOL + r:NCOL + r + 5]
     return NetPolicy(policy.layers, (w.astype(np.float32), b.astype(np.float32)), policy.v,
-                     meta, counts.astype(np.float32))
+                     meta, counts.astype(np.float32), heads=["tribute"])
 
 
 def choice_values(q: np.ndarray, choice: np.ndarray) -> np.ndarray:

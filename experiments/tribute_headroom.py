@@ -29,8 +29,9 @@ of those values how much room the heuristic's rules H8/H9 leave, by cross-valida
    worth in play.
 5. ``--export-policy BASE.npz`` writes ``OUT/policy.npz``: the base policy (the one the data
    was gathered with) whose give-back at ``--players`` seats is the pooled table over card
-   group and count (a version-4 policy file, :func:`table_policy`); every other table size
-   plays exactly as the base. The package's ``ppo`` agent is such a file.
+   group and count (a policy file with the heads ``tribute_by_size`` and ``gate``,
+   :func:`table_policy`); every other table size plays exactly as the base. The package's
+   ``ppo`` agent is such a file.
 
 So a learned tribute with these features can beat the heuristic by about the best held-out
 gain per decision, times the decisions per deal sequence; the tribute analysis needs deal
@@ -54,8 +55,8 @@ from typing import Any
 import numpy as np
 
 from dragons_egg.agents.base import Agent
+from dragons_egg.agents.heads import group_counts, tribute_context, tribute_row
 from dragons_egg.agents.heuristic import HeuristicAgent
-from dragons_egg.agents.netpolicy import group_counts, tribute_context
 from dragons_egg.experiments.cli_args import int_range, table_size
 from dragons_egg.experiments.tribute_fit import (
     COLUMN_GROUP,
@@ -87,7 +88,7 @@ DRAGONS, EGG_GROUP, PASS_GROUP = NUM_NUMBERS, NUM_NUMBERS + 1, NUM_NUMBERS + 2
 def choice_features(obs: np.ndarray, state: np.ndarray, action: np.ndarray,
                     max_players: int) -> dict[str, np.ndarray]:
     """What the Dragon knows about choosing ``action`` in observation ``obs[state]`` (arrays
-    of rows): ``give`` (phase), ``context`` (:func:`dragons_egg.agents.netpolicy.tribute_context`),
+    of rows): ``give`` (phase), ``context`` (:func:`dragons_egg.agents.heads.tribute_context`),
     ``group`` (number - 1, :data:`DRAGONS`, :data:`EGG_GROUP` or :data:`PASS_GROUP`),
     ``count`` (how many of the group the hand holds) and, for a numbered card given back,
     ``position`` (numbers held above it, at most :data:`POSITION_CAP`; else -1)."""
@@ -249,9 +250,9 @@ def validate(r: dict[str, np.ndarray], data: dict[str, np.ndarray], features: st
     return out
 
 
-#: The give-back feature set a policy file of version 4 can hold (its ``pi_counts`` has a
-#: weight per table size, tribute context, card group and count held,
-#: :func:`dragons_egg.agents.netpolicy.sized_tribute_features`).
+#: The give-back feature set a policy file's ``tribute_by_size`` head can hold (its
+#: ``pi_counts`` has a weight per table size, tribute context, card group and count held,
+#: :func:`dragons_egg.agents.heads.sized_tribute_features`).
 EXPORT_FEATURES = "group"
 #: Logit units per unit of table score in an exported policy (the give columns' own logits
 #: are switched off at the table's size, so only the table's order matters).
@@ -262,20 +263,17 @@ def table_policy(policy, table: dict[tuple[int, ...], float], meta: dict[str, An
                  players: int):
     """``policy`` (a :class:`dragons_egg.agents.netpolicy.NetPolicy` without ``pi_counts``) with its
     give-back at ``players`` seats chosen by a give-back ``table`` over (group, count), as a
-    version-4 policy: at that table size the give columns' own logits are switched off
-    (``pi_gate`` 0) and the table's scores, times :data:`EXPORT_SCALE`, are written into that
-    size's give-back block of ``pi_counts``. Every other table size, and play, the pass and
+    policy with the heads ``tribute_by_size`` and ``gate``: at that table size the give
+    columns' own logits are switched off (``pi_gate`` 0) and the table's scores, times
+    :data:`EXPORT_SCALE`, are written into that size's give-back block of ``pi_counts``.
+    Every other table size, and play, the pass and
     the asks at every size, are left exactly as they were. A key the table lacks scores 0.
     The Egg, where the rules let it be given back (R33; no data holds such states), scores
     above every key, as in H9. Among the cards of the best key the first legal column is
     given (suits cannot change the game, R7); :class:`TableTribute` keeps the heuristic's
     choice on ties instead."""
-    from dragons_egg.agents.netpolicy import (
-        SIZED_TRIBUTE_FEATURES,
-        TRIBUTE_CONTEXTS,
-        TRIBUTE_FEATURES,
-        NetPolicy,
-    )
+    from dragons_egg.agents.heads import SIZED_TRIBUTE_FEATURES
+    from dragons_egg.agents.netpolicy import NetPolicy
     from dragons_egg_env.config import TABLE_SIZES
 
     if policy.pi_counts is not None or policy.pi_gate is not None:
@@ -287,16 +285,18 @@ def table_policy(policy, table: dict[tuple[int, ...], float], meta: dict[str, An
     gate = np.ones((len(TABLE_SIZES), NUM_ACTIONS), np.float32)
     gate[size, GIVE_BASE:] = 0.0
     counts = np.zeros((SIZED_TRIBUTE_FEATURES, NUM_ACTIONS), np.float32)
-    block = size * TRIBUTE_FEATURES + (NUM_NUMBERS + 1) * 5 * TRIBUTE_CONTEXTS.index("give")
     top = max([0.0, *table.values()])
     for col in range(GIVE_BASE, NUM_ACTIONS):
         group = COLUMN_GROUP[col - ASK_BASE]
         for c in range(5):  # exactly one count of each group is held, so one row is active
             if group < 0:  # the Egg, scored on the dragon group's rows
-                counts[block + 5 * NUM_NUMBERS + c, col] = EXPORT_SCALE * (top + 1.0)
+                row = tribute_row("give", NUM_NUMBERS, c, players)
+                counts[row, col] = EXPORT_SCALE * (top + 1.0)
             else:
-                counts[block + 5 * group + c, col] = EXPORT_SCALE * table.get((group, c), 0.0)
-    return NetPolicy(policy.layers, policy.pi, policy.v, meta, counts, gate)
+                row = tribute_row("give", group, c, players)
+                counts[row, col] = EXPORT_SCALE * table.get((group, c), 0.0)
+    return NetPolicy(policy.layers, policy.pi, policy.v, meta, counts, gate,
+                     heads=["tribute_by_size", "gate"])
 
 
 def export(data_path: str | Path, base_path: str | Path, out: Path, players: int,

@@ -97,3 +97,26 @@ def tiny(tmp_path, **kw):
                 eval_opponents=(), checkpoint_every=0, out_dir=str(tmp_path), progress=False)
     base.update(kw)
     return SelfPlayConfig(**base)
+
+
+def tribute_state(seed=0, n=4):
+    """A 2-round match played by heuristics up to the Dragon's first ask (R30, R31)."""
+    from dragons_egg.agents.heuristic import HeuristicAgent
+    from dragons_egg_env.actions import NUM_ACTIONS
+    from dragons_egg_env.config import RulesConfig
+    from dragons_egg_env.observation import Encoder
+
+    config = RulesConfig(num_players=n, num_rounds=2)
+    rng = random.Random(seed)
+    s = E.new_match(config)
+    heur = HeuristicAgent(seed=0)
+    heur.start_match(0, config)
+    enc = Encoder(n, n, 2)
+    while s.phase != E.Phase.ASK:
+        if s.phase == E.Phase.DEAL:
+            E.deal(s, E.random_deal(s, rng))
+            continue
+        mask = np.zeros(NUM_ACTIONS, bool)
+        mask[E.legal_actions(s)] = True
+        E.step(s, heur.act(enc.encode(s, s.current), mask))
+    return s

@@ -37,7 +37,7 @@ def test_shipped_policy_is_small_and_documented():
 
 
 def test_shipped_policy_is_the_snapshot_with_a_four_player_give_back():
-    from dragons_egg.agents.netpolicy import SIZED_TRIBUTE_FEATURES, TRIBUTE_FEATURES
+    from dragons_egg.agents.heads import SIZED_TRIBUTE_FEATURES, TRIBUTE_FEATURES
     from dragons_egg_env.actions import GIVE_BASE
 
     shipped = load_policy_file(SHIPPED)
@@ -54,6 +54,8 @@ def test_shipped_policy_is_the_snapshot_with_a_four_player_give_back():
     want_gate = np.ones_like(shipped.pi_gate)
     want_gate[four, GIVE_BASE:] = 0.0
     np.testing.assert_array_equal(shipped.pi_gate, want_gate)
+    # a version-4 file, written before heads were named: its heads come from its version
+    assert "heads" not in shipped.meta and shipped.heads == ("tribute_by_size", "gate")
     assert shipped.pi_counts.shape[0] == SIZED_TRIBUTE_FEATURES
     rows = np.flatnonzero(np.abs(shipped.pi_counts).sum(1))
     cols = np.flatnonzero(np.abs(shipped.pi_counts).sum(0))

@@ -43,7 +43,7 @@ def test_bench_vector_writes_json(tmp_path, capsys, monkeypatch, jax_env):
                      "first_call_s": 5.0},
             "cached": {"import_s": 0.1, "reset_s": 0.2, "random_steps_s": 0.3,
                        "first_call_s": 0.5}}
-    monkeypatch.setattr(bench, "compile_times", lambda *a: stub)  # the real one: below
+    monkeypatch.setattr(bench.vector, "compile_times", lambda *a: stub)  # the real one: below
     out = tmp_path / "v.json"
     assert bench.main(["--vector", "--seconds", "0.2", "--batch", "64", "--players", "3",
                        "--json", str(out)]) == 0

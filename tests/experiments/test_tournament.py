@@ -157,7 +157,7 @@ def test_bad_output_folder_is_reported_before_playing(out, needle, tmp_path, cap
 
     (tmp_path / "file").write_text("not a folder")
     out = out.format(tmp=tmp_path)
-    monkeypatch.setattr(T, "run_matches", no_play)
+    monkeypatch.setattr(T.output, "run_matches", no_play)
     _, line = _usage_error(["random", "greedy", "--matches", "4", "--out", out], capsys)
     assert needle in line and out in line
 

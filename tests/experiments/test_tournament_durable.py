@@ -175,8 +175,9 @@ def test_ctrl_c_keeps_the_finished_matches_and_resume_gives_the_uninterrupted_su
     monkeypatch.delenv("DURABLE_STOP_AT")
     assert cli(FOUR + SMALL + ["--workers", "1", "--out", str(full)], capsys)[0] == 0
     played = []
-    real = T._play_task
-    monkeypatch.setattr(T, "_play_task", lambda *a, **k: played.append(a[1:3]) or real(*a, **k))
+    real = T.play_task
+    monkeypatch.setattr(T.runner, "play_task",
+                        lambda *a, **k: played.append(a[1:3]) or real(*a, **k))
     code, out, err = cli(["--resume", str(cut), "--workers", "1", "--no-progress"], capsys)
     assert code == 0, err
     assert len(played) == 11  # only the missing matches
@@ -232,8 +233,8 @@ def test_resume_drops_an_unfinished_last_line(tmp_path):
     (cut / "results.jsonl").write_text("".join(text[:3]) + text[3][:40])
     tc.out_dir = str(cut)
     again = run_tournament(tc, progress=False, resume=True)
-    assert json.loads(json.dumps(T._jsonable(again))) == json.loads(json.dumps(
-        T._jsonable(summary)))
+    assert json.loads(json.dumps(T.jsonable(again))) == json.loads(json.dumps(
+        T.jsonable(summary)))
     assert strip(lines(cut / "results.jsonl")) == strip(lines(full / "results.jsonl"))
 
 
@@ -316,7 +317,7 @@ def test_a_failing_agent_forfeits_against_its_spec_with_seed_and_replay(cls, kin
         f = r["forfeit"]
         assert (f["label"], f["seat"], f["kind"], f["stage"]) == (spec, 1, kind, "act")
         assert needle in f["error"] and "player_1" not in f["error"]
-        assert f["match_seed"] == T._derive(2, r["sequence"], r["rotation"])
+        assert f["match_seed"] == T.derive(2, r["sequence"], r["rotation"])
         replay = json.loads((out / f["replay"]).read_text())
         assert replay["seed"] == f["match_seed"] and replay["partial"] is True
         assert len(replay["actions"]) == f["step"]
@@ -340,7 +341,7 @@ def test_on_agent_error_stop_keeps_the_finished_matches_and_says_what_failed(bot
     code, _, err = cli(argv + ["--out", str(out), "--on-agent-error", "stop"], capsys)
     assert code == 1 and "Traceback" not in err
     line = err.strip().splitlines()[-1]
-    seed = T._derive(2, 0, 1)
+    seed = T.derive(2, 0, 1)
     assert line == (
         f"{PROG}: error: agent '{spec}' failed (raised) in the match of deal sequence 0, "
         f"rotation 1 (seat 1, round 1, match seed {seed}): act raised ValueError: no idea "
@@ -440,14 +441,14 @@ def test_results_are_on_disk_while_the_run_plays(tmp_path, monkeypatch):
     """Every result is written and flushed as it comes back, not at the end."""
     out = tmp_path / "t"
     seen = []
-    real = T._play_task
+    real = T.play_task
 
     def spy(tc, seq, rot, entrants=None):
         path = out / "results.jsonl"
         seen.append(len(path.read_text().splitlines()) if path.exists() else 0)
         return real(tc, seq, rot, entrants)
 
-    monkeypatch.setattr(T, "_play_task", spy)
+    monkeypatch.setattr(T.runner, "play_task", spy)
     tc = TournamentConfig(agents=["heuristic", "random"], num_players=2, matches=6,
                           num_rounds=1, bootstrap=100, out_dir=str(out))
     run_tournament(tc, progress=False)

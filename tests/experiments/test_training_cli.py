@@ -236,7 +236,7 @@ def test_evaluation_intervals_follow_the_tournaments_minimum(tmp_path, monkeypat
         assert math.isnan(few[k]), k
     assert "no interval: fewer than 10 deal sequences" in \
         selfplay.format_estimate(few, "diff_random")
-    monkeypatch.setattr(tournament, "MIN_SEQUENCES", 2)
+    monkeypatch.setattr(tournament.stats, "MIN_SEQUENCES", 2)  # where Estimate reads it
     enough = selfplay.evaluate_spec("greedy", cfg, seed=0)
     assert enough["diff_random_low"] <= enough["diff_random"] <= enough["diff_random_high"]
     assert enough["diff_random"] == few["diff_random"]

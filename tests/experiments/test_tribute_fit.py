@@ -1,198 +1,25 @@
-"""The counterfactual tribute fit (``dragons_egg.experiments.tribute_fit``) and the policy-file term it
-writes (``pi_counts``: policy files of version 3; version 2 files still load), and the
-per-table-size term of version 4 files (``dragons_egg.experiments.tribute_headroom`` writes them)."""
+"""The counterfactual tribute fit (``dragons_egg.experiments.tribute_fit``); the policy-file
+heads it writes are tested in tests/agents/test_heads.py."""
 
 import json
-import random
 
 import numpy as np
 import pytest
-from support import small_policy
+from support import (
+    small_policy,
+    tribute_state,  # noqa: E402
+)
 
 from dragons_egg.agents import make_agent
+from dragons_egg.agents.heads import TRIBUTE_FEATURES
 from dragons_egg.agents.heuristic import HeuristicAgent
-from dragons_egg.agents.netpolicy import (
-    COUNT_FEATURES,
-    SIZED_TRIBUTE_FEATURES,
-    TRIBUTE_FEATURES,
-    NetPolicy,
-    PolicyFileError,
-    count_features,
-    load_policy_file,
-    sized_tribute_features,
-    tribute_context,
-    tribute_features,
-)
+from dragons_egg.agents.netpolicy import NetPolicy, load_policy_file
 from dragons_egg.experiments import tribute_fit as T
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
 from dragons_egg_env.cards import BEAST, DRAGON_MASK
-from dragons_egg_env.config import TABLE_SIZES, RulesConfig
+from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.observation import OBS_PHASES, Encoder, layout
-
-
-def tribute_state(seed=0, n=4):
-    """A 2-round match played by heuristics up to the Dragon's first ask (R30, R31)."""
-    config = RulesConfig(num_players=n, num_rounds=2)
-    rng = random.Random(seed)
-    s = E.new_match(config)
-    heur = HeuristicAgent(seed=0)
-    heur.start_match(0, config)
-    enc = Encoder(n, n, 2)
-    while s.phase != E.Phase.ASK:
-        if s.phase == E.Phase.DEAL:
-            E.deal(s, E.random_deal(s, rng))
-            continue
-        mask = np.zeros(NUM_ACTIONS, bool)
-        mask[E.legal_actions(s)] = True
-        E.step(s, heur.act(enc.encode(s, s.current), mask))
-    return s
-
-
-def test_count_features_one_hot_counts_of_each_number():
-    obs = np.zeros(layout(8).size, np.float32)
-    obs[[0, 1, 2]] = 1          # three 1s
-    obs[36] = 1                 # one 10
-    obs[BEAST] = 1              # a dragon card is no number
-    f = count_features(obs).reshape(10, 5)
-    assert f[0, 3] == 1 and f[9, 1] == 1 and f[4, 0] == 1
-    assert f.sum() == 10 and count_features(np.stack([obs, obs])).shape == (2, COUNT_FEATURES)
-
-
-def _observe(s, seat):
-    return Encoder(s.config.num_players, 8, s.config.num_rounds).encode(s, seat)
-
-
-def test_tribute_context_follows_the_asks_and_their_hits():
-    """R31/R32: context 0 before the first ask, 1 after a miss, 2 after a hit; 3 in the
-    give-back (R33) and in play. Features: the group counts in the context's block only."""
-    hit_seen = miss_seen = False
-    for seed in range(40):
-        s = tribute_state(seed=seed)
-        dragon, payer = s.current, s.victim
-        assert tribute_context(_observe(s, dragon), 8) == 0
-        asks = [c for c in range(44) if not s.hands[dragon] >> c & 1]
-        held = [c for c in asks if s.hands[payer] >> c & 1]
-        missed = [c for c in asks if not s.hands[payer] >> c & 1]
-        if seed % 2:  # a miss
-            held = []
-        E.step(s, ASK_BASE + (held or missed)[0])
-        if s.phase == E.Phase.ASK:
-            ctx = int(tribute_context(_observe(s, dragon), 8))
-            assert ctx == (2 if held else 1)
-            hit_seen |= bool(held)
-            miss_seen |= not held
-            f = tribute_features(_observe(s, dragon), 8).reshape(4, 11, 5)
-            assert f.sum() == 11 and f[ctx].sum() == 11
-            dragons = sum(s.hands[dragon] >> c & 1 for c in range(40, 44))
-            assert f[ctx, 10, dragons] == 1
-            E.step(s, PASS)
-        if held:
-            assert s.phase == E.Phase.GIVE
-            assert tribute_context(_observe(s, dragon), 8) == 3
-    assert hit_seen and miss_seen
-    play = np.zeros(layout(8).size, np.float32)
-    play[layout(8).field("phase").start + OBS_PHASES.index(E.Phase.PLAY)] = 1
-    assert tribute_context(play, 8) == 3
-
-
-def _with_counts(tmp_path, rows: int, name: str):
-    """A small policy, the same with a random ``pi_counts`` of ``rows`` rows saved as
-    ``name``, and observations and all-legal masks to compare their logits on."""
-    base = load_policy_file(small_policy(tmp_path / "p.npz"))
-    counts = np.random.default_rng(1).normal(size=(rows, NUM_ACTIONS)).astype(np.float32)
-    path = NetPolicy(base.layers, base.pi, base.v, base.meta, counts).save(tmp_path / name)
-    obs = np.random.default_rng(2).integers(0, 2, (5, layout(8).size)).astype(np.float32)
-    return base, counts, path, obs, np.ones((5, NUM_ACTIONS), bool)
-
-
-def test_policy_file_version_3_round_trips(tmp_path):
-    base, counts, p3, obs, mask = _with_counts(tmp_path, TRIBUTE_FEATURES, "v3.npz")
-    again = load_policy_file(p3)
-    assert again.meta["version"] == 3
-    np.testing.assert_allclose(again.logits(obs, mask),
-                               base.logits(obs, mask) + tribute_features(obs, 8) @ counts,
-                               rtol=1e-5, atol=1e-5)
-    # a version-2-sized term in a file that claims version 3 is refused
-    with np.load(p3) as z:
-        arrays = {k: z[k] for k in z.files}
-    arrays["pi_counts"] = arrays["pi_counts"][:COUNT_FEATURES]
-    np.savez(tmp_path / "mixed.npz", **arrays)
-    with pytest.raises(PolicyFileError, match="shapes"):
-        load_policy_file(tmp_path / "mixed.npz")
-    # a term of neither size is refused when it is saved, by name
-    with pytest.raises(ValueError, match="pi_counts has shape"):
-        NetPolicy(base.layers, base.pi, base.v, base.meta, counts[:30]).save(tmp_path / "x.npz")
-
-
-def test_policy_file_version_4_treats_each_table_size_apart(tmp_path):
-    base = load_policy_file(small_policy(tmp_path / "p.npz"))
-    rng = np.random.default_rng(3)
-    counts = rng.normal(size=(SIZED_TRIBUTE_FEATURES, NUM_ACTIONS)).astype(np.float32)
-    gate = (rng.random((len(TABLE_SIZES), NUM_ACTIONS)) < 0.5).astype(np.float32)
-    obs = rng.integers(0, 2, (14, layout(8).size)).astype(np.float32)
-    seats = layout(8).field("seat_present")
-    obs[:, seats.start:seats.start + seats.size] = 0.0
-    sizes = np.tile(np.array(TABLE_SIZES), 2)
-    for i, n in enumerate(sizes):
-        obs[i, seats.start:seats.start + n] = 1.0
-    feats = sized_tribute_features(obs, 8).reshape(14, len(TABLE_SIZES), TRIBUTE_FEATURES)
-    for i, n in enumerate(sizes):  # the tribute features sit in the block of the table size
-        k = TABLE_SIZES.index(n)
-        np.testing.assert_array_equal(feats[i, k], tribute_features(obs[i], 8))
-        assert not np.delete(feats[i], k, axis=0).any()
-    path = NetPolicy(base.layers, base.pi, base.v, base.meta, counts, gate).save(tmp_path / "v4")
-    again = load_policy_file(path)
-    assert again.meta["version"] == 4
-    mask = np.ones((14, NUM_ACTIONS), bool)
-    own = base.logits(obs, mask) * gate[sizes - TABLE_SIZES[0]]
-    np.testing.assert_allclose(again.logits(obs, mask),
-                               own + sized_tribute_features(obs, 8) @ counts,
-                               rtol=1e-5, atol=1e-4)
-    # an observation with no table size is refused by name, not read as another size
-    empty = obs[:1].copy()
-    empty[:, seats.start:seats.start + seats.size] = 0.0
-    with pytest.raises(ValueError, match="seat_present"):
-        again.logits(empty, mask[:1])
-    # a gate without a version-4 term, or of the wrong shape, is refused on save and on load
-    with pytest.raises(ValueError, match="pi_gate needs a version-4"):
-        NetPolicy(base.layers, base.pi, base.v, base.meta, counts[:TRIBUTE_FEATURES],
-                  gate).save(tmp_path / "x.npz")
-    with pytest.raises(ValueError, match="pi_gate has shape"):
-        NetPolicy(base.layers, base.pi, base.v, base.meta, counts,
-                  gate[:3]).save(tmp_path / "x.npz")
-    with np.load(path) as z:
-        arrays = {k: z[k] for k in z.files}
-    for key, value, message in (("pi_gate", gate[:, :10], "shapes"),
-                                ("pi_counts", counts[:TRIBUTE_FEATURES], "shapes")):
-        np.savez(tmp_path / "bad.npz", **{**arrays, key: value})
-        with pytest.raises(PolicyFileError, match=message):
-            load_policy_file(tmp_path / "bad.npz")
-    meta3 = json.dumps({**again.meta, "version": 3}).encode()
-    np.savez(tmp_path / "bad.npz", **{**arrays, "pi_counts": counts[:TRIBUTE_FEATURES],
-                                      "meta": np.frombuffer(meta3, np.uint8)})
-    with pytest.raises(PolicyFileError, match="only version 4"):
-        load_policy_file(tmp_path / "bad.npz")
-
-
-def test_policy_file_version_2_round_trips_and_is_checked(tmp_path):
-    base, counts, p2, obs, mask = _with_counts(tmp_path, COUNT_FEATURES, "v2.npz")
-    again = load_policy_file(p2)
-    assert again.meta["version"] == 2 and load_policy_file(tmp_path / "p.npz").meta["version"] == 1
-    np.testing.assert_allclose(again.logits(obs, mask),
-                               base.logits(obs, mask) + count_features(obs) @ counts, rtol=1e-5)
-    # a wrong shape, or the term in a file that claims version 1, is refused
-    bad = NetPolicy(base.layers, base.pi, base.v, base.meta, counts[:, :10])
-    bad.save(tmp_path / "bad.npz")
-    with pytest.raises(PolicyFileError, match="shapes"):
-        load_policy_file(tmp_path / "bad.npz")
-    with np.load(p2) as z:
-        arrays = {k: z[k] for k in z.files}
-    meta = json.loads(bytes(arrays["meta"]).decode())
-    arrays["meta"] = np.frombuffer(json.dumps({**meta, "version": 1}).encode(), np.uint8)
-    np.savez(tmp_path / "v1.npz", **arrays)
-    with pytest.raises(PolicyFileError, match="version 1 has no"):
-        load_policy_file(tmp_path / "v1.npz")
 
 
 def test_counterfactual_values_are_the_scalar_engine_played_out(tmp_path):
@@ -331,7 +158,8 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys):
     fitted = tmp_path / "f.npz"
     pol = load_policy_file(base)
     NetPolicy(pol.layers, pol.pi, pol.v, pol.meta,
-              np.zeros((TRIBUTE_FEATURES, NUM_ACTIONS), np.float32)).save(fitted)
+              np.zeros((TRIBUTE_FEATURES, NUM_ACTIONS), np.float32),
+              heads=["tribute"]).save(fitted)
     with pytest.raises(ValueError, match="already tribute-fitted"):
         T.fit(T.TributeFitConfig(policy=str(fitted), out=str(tmp_path / "o")))
     (tmp_path / "junk.npz").write_bytes(b"not a zip")

@@ -194,7 +194,8 @@ def test_the_egg_given_back_is_a_class_of_its_own_in_every_state():
 def test_an_exported_policy_gives_back_by_the_table_and_plays_as_before(tmp_path):
     from support import small_policy
 
-    from dragons_egg.agents.netpolicy import SIZED_TRIBUTE_FEATURES, load_policy_file
+    from dragons_egg.agents.heads import SIZED_TRIBUTE_FEATURES
+    from dragons_egg.agents.netpolicy import load_policy_file
 
     base = load_policy_file(small_policy(tmp_path / "base.npz", seed=3))
     table = {(8, 2): 0.05, (6, 1): -0.01, (2, 1): 0.02, (H.DRAGONS, 1): -0.3}
@@ -208,7 +209,7 @@ def test_an_exported_policy_gives_back_by_the_table_and_plays_as_before(tmp_path
     egg_mask[:, GIVE_BASE + EGG] = True  # egg_in_tribute (R33): the Egg goes first (H9)
     assert int(np.argmax(pol.logits(egg_obs, egg_mask)[0])) == GIVE_BASE + EGG
     again = load_policy_file(pol.save(tmp_path / "table.npz"))
-    assert again.meta["version"] == 4
+    assert again.meta["heads"] == ["tribute_by_size", "gate"]
     np.testing.assert_array_equal(again.logits(obs, mask), pol.logits(obs, mask))
     for table2, want in (({(2, 1): 0.3}, THREE), ({(6, 1): 0.1, (8, 2): -0.2}, SEVEN)):
         p2 = H.table_policy(base, table2, dict(base.meta), 4)

@@ -1,0 +1,191 @@
+"""A tournament's summary as JSON data, plots and a markdown report."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config import TournamentConfig
+from .stats import MIN_SEQUENCES, Estimate
+
+
+def jsonable(x: Any) -> Any:
+    if isinstance(x, Estimate):
+        return {"mean": jsonable(x.mean), "low": jsonable(x.low), "high": jsonable(x.high)}
+    if isinstance(x, dict):
+        return {k: jsonable(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [jsonable(v) for v in x]
+    if isinstance(x, float) and math.isnan(x):
+        return None
+    return x
+
+
+def plot_summary(summary: dict[str, Any], out_dir: Path) -> list[Path]:
+    """Ratings with intervals, the head-to-head heatmap and the finishing places."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = summary["labels"]
+    paths = []
+    fig, ax = plt.subplots(figsize=(6, 0.6 * len(labels) + 1.5))
+    rt = summary["ratings"]
+    ys = np.arange(len(labels))
+    mus = [rt[a]["mu"] for a in labels]
+    errs = [1.96 * rt[a]["sigma"] for a in labels]
+    ax.errorbar(mus, ys, xerr=errs, fmt="o", capsize=4)
+    ax.set_yticks(ys, labels)
+    ax.set_xlabel("Plackett-Luce rating (mu, 95% interval)")
+    ax.set_title("Ratings over full finishing orders")
+    fig.tight_layout()
+    paths.append(out_dir / "ratings.png")
+    fig.savefig(paths[-1], dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(1.2 * len(labels) + 2.5, 1.0 * len(labels) + 1.5))
+    h = np.array(summary["head_to_head"], dtype=float)
+    im = ax.imshow(h, vmin=0, vmax=1, cmap="RdBu")
+    ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+    ax.set_yticks(range(len(labels)), labels)
+    for i in range(len(labels)):
+        for j in range(len(labels)):
+            if not np.isnan(h[i, j]):
+                ax.text(j, i, f"{h[i, j]:.2f}", ha="center", va="center", fontsize=9)
+    ax.set_title("Head to head: row finished above column")
+    fig.colorbar(im, ax=ax)
+    fig.tight_layout()
+    paths.append(out_dir / "head_to_head.png")
+    fig.savefig(paths[-1], dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    n = len(summary["agents"][labels[0]]["place_hist"])
+    width = 0.8 / len(labels)
+    for i, a in enumerate(labels):
+        hist = np.array(summary["agents"][a]["place_hist"], dtype=float)
+        ax.bar(np.arange(1, n + 1) + (i - (len(labels) - 1) / 2) * width,
+               hist / max(hist.sum(), 1), width=width, label=a)
+    ax.set_xlabel("finishing place (1 = Dragon, last = Egg)")
+    ax.set_ylabel("share of rounds")
+    ax.set_xticks(range(1, n + 1))
+    ax.legend(fontsize=8)
+    ax.set_title("Distribution of finishing places")
+    fig.tight_layout()
+    paths.append(out_dir / "places.png")
+    fig.savefig(paths[-1], dpi=110)
+    plt.close(fig)
+    return paths
+
+
+def _seats_line(tc: TournamentConfig) -> list[str]:
+    """With fewer agents than seats, how many seats of each table every agent fills."""
+    counts = tc.seats_filled()
+    if not counts or all(c == 1 for c in counts.values()):
+        return []
+    parts = ", ".join(f"`{a}` {c}" for a, c in counts.items())
+    return [f"- seats: {len(counts)} agents for {tc.num_players} seats, so the line-up repeats "
+            f"them in order; seats each fills at every table: {parts}"]
+
+
+def _too_few(summary: dict[str, Any]) -> bool:
+    ests = [e for m in summary["agents"].values() for e in m.values()
+            if isinstance(e, Estimate)] + list(summary["differences"].values())
+    return any(isinstance(e, Estimate) and not e.enough for e in ests)
+
+
+def _difference_rows(summary: dict[str, Any]) -> list[str]:
+    labels = summary["labels"]
+    rows = []
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            est = summary["differences"].get(f"{a} - {b}")
+            if est is None:
+                rows.append(f"| `{a}` - `{b}` | never met (no shared deal sequence) | - |")
+                continue
+            if not isinstance(est, Estimate):  # a summary read back from summary.json
+                est = Estimate(est["mean"], est["low"], est["high"])
+            if est.enough:
+                sig = "yes" if est.low > 0 or est.high < 0 else "no"
+            else:
+                sig = f"too few sequences ({est.sequences} < {MIN_SEQUENCES})"
+            rows.append(f"| `{a}` - `{b}` | {est.fmt()} | {sig} |")
+    return rows
+
+
+def _partial_lines(summary: dict[str, Any]) -> list[str]:
+    if not summary.get("partial"):
+        return []
+    return [f"**partial: {summary['matches']} of {summary['planned']} matches** (the run "
+            "stopped before its end; `--resume` plays the rest, and the report then covers "
+            "every match)", ""]
+
+
+def _forfeit_lines(summary: dict[str, Any]) -> list[str]:
+    forfeits = summary.get("forfeits") or []
+    if not forfeits:
+        return []
+    lines = ["", "## Forfeits", "",
+             "An agent that raised, returned something other than a legal action or ran past "
+             "the move timeout forfeited the match: it finishes last in the round in "
+             "progress, and the match ends there.", "",
+             "| agent | match (sequence, rotation) | seat | what | error | match seed | replay |",
+             "|---|---|---|---|---|---|---|"]
+    for f in forfeits:
+        error = str(f["error"]).replace("|", "\\|")
+        lines.append(f"| `{f['label']}` | {f['sequence']}, {f['rotation']} | {f['seat']} | "
+                     f"{f['kind']} | {error} | {f['match_seed']} | {f['replay'] or '-'} |")
+    return lines
+
+
+def _empty_report(tc: TournamentConfig, summary: dict[str, Any]) -> str:
+    return "\n".join(["# Tournament report", "", *_partial_lines(summary),
+                      f"- agents: {', '.join(f'`{a}`' for a in tc.labels)}",
+                      "- no match finished yet: no statistics"]) + "\n"
+
+
+def markdown_report(tc: TournamentConfig, summary: dict[str, Any], plots: list[Path]) -> str:
+    if not summary.get("matches") and "agents" not in summary:
+        return _empty_report(tc, summary)
+    labels = summary["labels"]
+    lines = [
+        "# Tournament report", "",
+        *_partial_lines(summary),
+        f"- agents: {', '.join(f'`{a}`' for a in labels)}",
+        f"- table: {tc.num_players} players, {tc.num_rounds} rounds a match, rules "
+        f"{tc.rules or 'default'}",
+        *_seats_line(tc),
+        f"- {summary['matches']} matches = {summary['sequences']} duplicate deal sequences x "
+        f"{tc.num_players} rotations, seed {tc.seed}",
+        "- intervals: 95% percentile bootstrap over deal sequences "
+        f"({tc.bootstrap} resamples)" + (
+            f"; `[too few sequences: k]`: a mean from k < {MIN_SEQUENCES} deal sequences, too "
+            "few for an interval" if _too_few(summary) else ""), "",
+        "| agent | mean place | Dragon rate | Egg rate | mean match score | rating (mu ± 1.96σ) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for a in labels:
+        m = summary["agents"][a]
+        rt = summary["ratings"][a]
+        lines.append(f"| `{a}` | {m['mean_place'].fmt(2)} | {m['dragon_rate'].fmt()} | "
+                     f"{m['egg_rate'].fmt()} | {m['mean_score'].fmt()} | "
+                     f"{rt['mu']:.2f} ± {1.96 * rt['sigma']:.2f} |")
+    lines += ["", "## Differences in mean match score (row - column, paired by deals)", "",
+              "| pair | difference | excludes zero |", "|---|---|---|"]
+    lines += _difference_rows(summary)
+    lines += ["", "## Head to head", "",
+              "Share of rounds in which the row agent finished above the column agent.", "",
+              "| | " + " | ".join(f"`{a}`" for a in labels) + " |",
+              "|---" * (len(labels) + 1) + "|"]
+    h = summary["head_to_head"]
+    for i, a in enumerate(labels):
+        cells = ["-" if (h[i][j] is None or (isinstance(h[i][j], float) and math.isnan(h[i][j])))
+                 else f"{h[i][j]:.3f}" for j in range(len(labels))]
+        lines.append(f"| `{a}` | " + " | ".join(cells) + " |")
+    lines += _forfeit_lines(summary)
+    lines += [""] + [f"![{p.stem}]({p.name})" for p in plots]
+    return "\n".join(lines) + "\n"
