@@ -1098,9 +1098,13 @@ class Run:
             for k, v in row.items():
                 if isinstance(v, float) and not math.isnan(v):
                     self.writer.add_scalar(f"eval/{k}", v, self.samples)
-        print(f"eval at {self.samples:,} samples ({self.seconds:,.0f} s): "
-              + ", ".join(f"{k} {v:+.3f}" for k, v in row.items() if k.startswith("diff_")
-                          and not k.endswith(("_low", "_high"))), file=sys.stderr, flush=True)
+        line = (f"eval at {self.samples:,} samples ({self.seconds:,.0f} s): "
+                + ", ".join(f"{k} {v:+.3f}" for k, v in row.items() if k.startswith("diff_")
+                            and not k.endswith(("_low", "_high"))))
+        # one write, line and newline together: print() writes them apart, and a Ctrl-C
+        # between the two would glue the interruption's line onto this one
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
         redraw_curve(self.dir)
         return row
 
