@@ -20,12 +20,13 @@ $(STAMP): pyproject.toml
 
 # The link tree lists files, not folders: a module added or removed (its folder's time changes)
 # links the tree again.
-$(LINKS): $(STAMP) dragons_egg_env agents experiments agents/data experiments/configs
+PACKAGE_DIRS := $(shell find dragons_egg_env agents experiments -type d -not -name __pycache__)
+$(LINKS): $(STAMP) $(PACKAGE_DIRS)
 	$(PY) -m pip install --quiet --no-deps -e . --config-settings editable_mode=strict
 	touch $(LINKS)
 
 demo: $(LINKS)
-	$(PY) -m dragons_egg.experiments.main_job
+	$(PY) -m dragons_egg.experiments.cli.main_job
 
 test: $(LINKS)
 	$(VENV)/bin/ruff check .
@@ -46,11 +47,11 @@ bench: $(LINKS)
 	$(PY) -m pip install --quiet -e '.[test,bench]' --config-settings editable_mode=strict
 	$(PY) -m dragons_egg.experiments.bench
 
-# The generated tables of docs/ must be fresh (python -m dragons_egg.experiments.docs writes
+# The generated tables of docs/ must be fresh (python -m dragons_egg.experiments.tools.docs writes
 # them), then the site (mkdocs.yml): every warning, a broken link or cross-reference among
 # them, is an error.
 docs: $(LINKS)
-	$(PY) -m dragons_egg.experiments.docs --check
+	$(PY) -m dragons_egg.experiments.tools.docs --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir build/site
 
 clean:

@@ -28,7 +28,7 @@ class Agent:
     #: The agent's action depends on its observation and action mask alone (and its random
     #: generator): no memory across moves, rounds or matches, and the rules only as far as
     #: decoding the observation needs them. Such an agent can play seats of many matches at
-    #: once from one object (the self-play league, ``dragons_egg.experiments.selfplay``'s
+    #: once from one object (the self-play league, ``dragons_egg.experiments.training.selfplay``'s
     #: ``league_agents``).
     memoryless: bool = False
 

@@ -1,5 +1,5 @@
 """A policy network saved as plain arrays, played with numpy: the checkpoint format of the
-batched self-play trainer (``dragons_egg.experiments.selfplay``).
+batched self-play trainer (``dragons_egg.experiments.training.selfplay``).
 
 A checkpoint is one ``.npz`` file: the weights of a multilayer perceptron (``w0``, ``b0``,
 ``w1``, ``b1``, ... for the shared layers, ``pi_w``/``pi_b`` for the action logits and

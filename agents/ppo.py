@@ -1,13 +1,15 @@
 """``ppo``: a policy trained with PPO, from a checkpoint.
 
 ``ppo`` alone plays the agent shipped inside the package (``agents/data/ppo_dragons_egg.npz``,
-trained by the batched self-play trainer ``dragons_egg.experiments.selfplay``; it plays every table
+trained by the batched self-play trainer ``dragons_egg.experiments.training.selfplay``; it plays
+every table
 size 2..8). ``ppo:path=FILE`` plays any checkpoint of either format:
 
 - a ``.npz`` policy file (:mod:`dragons_egg.agents.netpolicy`, written by
-  ``dragons_egg.experiments.selfplay``), played
+  ``dragons_egg.experiments.training.selfplay``), played
   with numpy, no torch needed;
-- a Stable-Baselines3 MaskablePPO ``.zip`` (``dragons_egg.experiments.train_ppo``), loaded with the
+- a Stable-Baselines3 MaskablePPO ``.zip`` (``dragons_egg.experiments.training.train_ppo``), loaded
+with the
   ``train`` extra (torch, stable-baselines3, sb3-contrib), on one torch thread unless
   ``DRAGONS_EGG_TORCH_THREADS`` says otherwise. The agent shipped with 0.1.0 and 0.2.0 is one
   (:data:`PREVIOUS`), played by name from any folder as ``ppo-0.1``
@@ -105,8 +107,8 @@ def _torch_threads() -> None:
 def _check_file(p: Path) -> None:
     if p.is_dir():
         raise CheckpointError(f"checkpoint {p} is a directory, not a checkpoint file (a .npz "
-                              "written by dragons_egg.experiments.selfplay or a .zip written by "
-                              "dragons_egg.experiments.train_ppo)")
+                              "written by dragons_egg.experiments.training.selfplay or a .zip "
+                              "written by dragons_egg.experiments.training.train_ppo)")
     if not p.exists():
         raise CheckpointError(_missing_message(p))
     if not p.is_file():
@@ -309,7 +311,7 @@ def table_message(path: str, players: int, table: int) -> str:
             else f"checkpoint {path}")
     return (f"{what} was trained for tables of up to {players} players and cannot play a "
             f"table of {table}; the shipped ppo agent plays every table size, or train one "
-            f"for larger tables with python -m dragons_egg.experiments.selfplay "
+            f"for larger tables with python -m dragons_egg.experiments.training.selfplay "
             f"--max-players {table}")
 
 

@@ -1,4 +1,4 @@
-"""``rllib``: a module trained with ``experiments/train_rllib.py``, exported as a folder.
+"""``rllib``: a module trained with ``experiments/training/train_rllib.py``, exported as a folder.
 
 ``rllib:path=runs/rllib/main_module`` plays it (greedy over the masked logits). Needs the
 ``rllib`` extra (ray and torch), checked when the spec is read. Observations of smaller
@@ -27,13 +27,14 @@ def check_module_folder(path: str) -> None:
     ``ValueError`` naming the problem)."""
     if not path:
         raise ValueError("path is required: rllib:path=FOLDER (an exported module, "
-                         "<out>/main_module of dragons_egg.experiments.train_rllib)")
+                         "<out>/main_module of dragons_egg.experiments.training.train_rllib)")
     p = Path(path)
     if not p.exists():
         raise ValueError(f"exported module folder {p} does not exist")
     if not p.is_dir():
         raise ValueError(f"{p} is a file; the rllib agent's path is an exported module "
-                         "folder (<out>/main_module of dragons_egg.experiments.train_rllib)")
+                         "folder (<out>/main_module of "
+                         "dragons_egg.experiments.training.train_rllib)")
     if not (p / CTOR_FILE).is_file():
         raise ValueError(f"{p} is not an exported RLlib module folder (it has no {CTOR_FILE})")
 

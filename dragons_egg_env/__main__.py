@@ -4,7 +4,7 @@ legal moves, rendered as text, with its results.
 ``python -m dragons_egg_env [--seed N] [--players N] [--rounds N] [--deck-style tarokka]``
 
 The project's main job (training, a tournament and a report) is ``python -m
-dragons_egg.experiments.main_job``; the full command line is ``dragons-egg``.
+dragons_egg.experiments.cli.main_job``; the full command line is ``dragons-egg``.
 """
 
 from __future__ import annotations

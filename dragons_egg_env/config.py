@@ -46,7 +46,7 @@ def parse_bool(text: str) -> bool:
 
 def int_range(lo: int, hi: int | None = None) -> Callable[[str], int]:
     """An argparse type: an integer ``>= lo`` (and ``<= hi`` when given); the one of every
-    command line (``python -m dragons_egg_env`` and ``dragons_egg.experiments.cli_args``)."""
+    command line (``python -m dragons_egg_env`` and ``dragons_egg.experiments.common.settings``)."""
     def parse(text: str) -> int:
         try:
             value = int(text)

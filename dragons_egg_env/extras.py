@@ -36,7 +36,7 @@ OWN: dict[str, tuple[str, ...]] = {
     "experiments": ("openskill", "tqdm", "matplotlib"),
     # Training (self-play, SB3, shipping; tyro reads the trainers' settings) and SB3 agents.
     "train": ("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "rich", "tyro"),
-    # Ray RLlib: dragons_egg.experiments.rllib, train_rllib and the rllib agent.
+    # Ray RLlib: dragons_egg.experiments.training.rllib, train_rllib and the rllib agent.
     "rllib": ("ray", "torch"),
     # The benchmark's peers (each skipped when missing) and the batched engine.
     "bench": ("rlcard", "pyspiel", "pygame", "jax", "pgx"),

@@ -6,7 +6,7 @@ the player to its left, and so on; slots beyond the table size are zero (padding
 are packed from Python ints in one go; a few scaled numbers follow.
 
 :func:`layout` returns the slices; ``docs/observation.md`` is generated from it
-(``python -m dragons_egg.experiments.docs``).
+(``python -m dragons_egg.experiments.tools.docs``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Image rendering of a table (``render_mode="rgb_array"``, :mod:`dragons_egg.experiments.gif`).
+"""Image rendering of a table (``render_mode="rgb_array"``, :mod:`dragons_egg.experiments.cli.gif`).
 
 :func:`render_rgb` draws the table as an RGB ``numpy.uint8`` array of shape ``(H, W, 3)`` with
 Pillow: the seats around a table (name, hand size, score and tags), the viewer's hand (or every

@@ -90,7 +90,7 @@ def small_policy(path, seed=0, seconds=100.0, hidden=16):
 def tiny(tmp_path, **kw):
     """The settings of a self-play run of seconds (2 table sizes x 6 matches x 12 steps = 144
     learner samples a rollout), ``kw`` overriding; its folder is under ``tmp_path``."""
-    from dragons_egg.experiments.selfplay import SelfPlayConfig
+    from dragons_egg.experiments.training.selfplay import SelfPlayConfig
 
     base = dict(table_sizes=(2, 3), envs_per_size=6, rollout_steps=12, hidden=(16,),
                 epochs=1, minibatch=32, total_samples=300, eval_every=0,

@@ -39,22 +39,21 @@ SHRINK: dict[str, list[str]] = {
     "dragons-egg replay": ["--all"],
     "dragons-egg gif": [],
     "dragons-egg bench": ["--seconds", "0.2", "--players", "3"],
-    "python -m dragons_egg.experiments.selfplay --total-samples": TINY_SELFPLAY,
-    "python -m dragons_egg.experiments.selfplay --config selfplay-shipped": TINY_SELFPLAY,
-    "python -m dragons_egg.experiments.selfplay --resume runs/x/checkpoints/latest.pt --total":
+    "dragons-egg train --total-samples": TINY_SELFPLAY,
+    "dragons-egg train --config selfplay-shipped": TINY_SELFPLAY,
+    "dragons-egg train --resume runs/x/checkpoints/latest.pt --total":
         ["--total-samples", "432", "--no-progress"],
-    "python -m dragons_egg.experiments.selfplay --resume": [],
-    "python -m dragons_egg.experiments.ship": [],
-    "python -m dragons_egg.experiments.selfplay_eval": ["--matches", "4"],
-    "python -m dragons_egg.experiments.train_ppo": [
+    "dragons-egg train --resume": [],
+    "dragons-egg ship": [],
+    "dragons-egg evaluate-run": ["--matches", "4"],
+    "dragons-egg train-sb3": [
         "--total-timesteps", "256", "--n-steps", "128", "--batch-size", "64", "--n-epochs", "1",
         "--num-rounds", "1", "--eval-matches", "4", "--eval-every", "0"],
-    "python -m dragons_egg.experiments.tribute_analysis --play heuristic": [
-        "--deals", "2", "--workers", "1"],
-    "python -m dragons_egg.experiments.tribute_fit --policy runs/x/final.npz": [
+    "dragons-egg tribute-analysis --play heuristic": ["--deals", "2", "--workers", "1"],
+    "dragons-egg tribute-fit --policy runs/x/final.npz": [
         "--chunks", "3", "--states-per-chunk", "3", "--workers", "1", "--table-sizes", "4",
         "--size-weights", "1", "--holdout", "0.34", "--no-progress"],
-    "python -m dragons_egg.experiments.tribute_headroom --data runs/tribute-fit/data.npz": [
+    "dragons-egg tribute-headroom --data runs/tribute-fit/data.npz": [
         "--validate-deals", "1", "--folds", "2"],
 }
 
@@ -63,13 +62,13 @@ NOT_RUN_HERE = {
     "make demo": "the README's set-up command: it creates .venv in a checkout",
     "make test": "the README's set-up command: CI runs it (.ci/run)",
     "pip install torch": "an install: tests/install/test_real_install.py installs the extras",
-    "python -m dragons_egg.experiments.tribute_fit --policy results/":
+    "dragons-egg tribute-fit --policy results/":
         "the shipped agent's recipe: it reads results/ of the checkout (a maintainer's record)",
-    "python -m dragons_egg.experiments.tribute_headroom --data runs/tribute-fit-v3b":
+    "dragons-egg tribute-headroom --data runs/tribute-fit-v3b":
         "the shipped agent's recipe (continues the line above)",
-    "python -m dragons_egg.experiments.ship runs/tribute-table-v4":
+    "dragons-egg ship runs/tribute-table-v4":
         "the shipped agent's recipe: it replaces the package's shipped agent (--into-package)",
-    "python -m dragons_egg.experiments.tribute_analysis --play P":
+    "dragons-egg tribute-analysis --play P":
         "the shipped agent's measurement (P is a placeholder; 100,000 deal sequences)",
 }
 

@@ -47,7 +47,13 @@ their public names are importable from the package itself.
 
 from __future__ import annotations
 
-from .cli import DESCRIPTION, add_arguments, build_parser, main, run_from_args
+from .cli import (
+    DESCRIPTION,
+    add_arguments,
+    build_parser,
+    main,
+    run_from_args,
+)
 from .common import (
     SLICES,
     Skip,

@@ -8,10 +8,10 @@ import os
 import sys
 from collections.abc import Sequence
 
+from dragons_egg.experiments.common.args import int_range, positive_float, table_size
 from dragons_egg_env.config import MAX_PLAYERS, MIN_PLAYERS
 from dragons_egg_env.extras import require_cli
 
-from ..cli_args import int_range, positive_float, table_size
 from .common import pin_to_one_core
 from .scalar import run_scalar
 from .vector import VECTOR_BATCH, run_vector

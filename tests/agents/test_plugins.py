@@ -207,7 +207,7 @@ def test_the_console_script_finds_a_module_in_the_current_directory(my_bots):
 
 def test_module_class_specs_in_the_python_tournament_api_under_spawn(my_bots, monkeypatch):
     """The tournament resolves ``MODULE:CLASS`` in its spawned workers (as on macOS)."""
-    from dragons_egg.experiments.tournament import TournamentConfig, run_matches
+    from dragons_egg.experiments.evaluation.tournament import TournamentConfig, run_matches
 
     monkeypatch.chdir(my_bots)
     tc = TournamentConfig(agents=["my_bots:Shedder:order=strong", "heuristic", "random"],

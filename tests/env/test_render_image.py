@@ -1,5 +1,5 @@
 """Image rendering (``render_mode="rgb_array"``, ``render_image``); replay GIFs are in
-``tests/experiments/test_gif.py``."""
+``tests/experiments/cli/test_gif.py``."""
 
 import random
 import subprocess
@@ -135,7 +135,9 @@ def test_tribute_exchange_only_in_the_two_players_images():
     while not (env.phase() == "ask" and env.engine_state.asked):
         legal = env.legal_actions()
         env.step(legal[rng.randrange(len(legal))])
-    from dragons_egg.experiments.gif import _action_text  # the GIF captions hide it the same way
+    from dragons_egg.experiments.cli.gif import (
+        _action_text,  # the GIF captions hide it the same way
+    )
 
     s = env.engine_state
     blank = s.clone()

@@ -165,7 +165,7 @@ def test_the_wheel_installs_only_the_projects_import_names(install):
 def test_someone_elses_agents_and_ours_install_side_by_side(install):
     proc = _run([str(install.venv / "bin" / "python"), "-c",
                  "import agents, experiments, dragons_egg.agents as ours\n"
-                 "import dragons_egg.experiments.tournament\n"
+                 "import dragons_egg.experiments.evaluation.tournament\n"
                  "print(agents.OWNER, experiments.OWNER, ours.make_agent('heuristic').name)"],
                 cwd=install.venv)
     assert _ok(proc).split() == ["someone-elses-agents", "someone-elses-agents", "heuristic"]
@@ -208,7 +208,7 @@ def test_a_command_lacking_an_extra_stops_at_once_with_one_line(install):
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "'experiments' extra" in proc.stderr and "pip install" in proc.stderr
     assert not out.exists()
-    proc = install.command("-m", "dragons_egg.experiments.selfplay", "--help")
+    proc = install.command("-m", "dragons_egg.experiments.training.selfplay", "--help")
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "'train' extra" in proc.stderr
 
@@ -240,7 +240,7 @@ def with_train(with_experiments: Install) -> Install:
 
 
 def test_the_trainer_help_lists_its_settings(with_train):
-    out = _ok(with_train.command("-m", "dragons_egg.experiments.selfplay", "--help"))
+    out = _ok(with_train.command("-m", "dragons_egg.experiments.training.selfplay", "--help"))
     assert "--config" in out and "--resume" in out and "--total-samples" in out
 
 
@@ -283,6 +283,6 @@ def test_editable_install_runs_the_users_project(project):
               "random", "--players", "4", "--matches", "40", "--rounds", "1", "--workers", "1",
               "--out", str(out)], cwd=project))
     assert len((out / "results.jsonl").read_text().splitlines()) == 40
-    help_text = _ok(_run([sys.executable, "-m", "dragons_egg.experiments.selfplay", "--help"],
+    help_text = _ok(_run([sys.executable, "-m", "dragons_egg.experiments.training.selfplay", "--help"],
                          cwd=project))
     assert "--config" in help_text

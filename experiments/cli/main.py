@@ -1,0 +1,148 @@
+"""``dragons-egg``: one command line for every user-facing command.
+
+Playing, tournaments, replays, GIFs and the benchmark are parsed here. The others (training,
+shipping, evaluating a run, the tribute studies, the main job) are *delegated*: each is a
+module of its room with a ``main(argv, prog=None)``, listed once in :data:`DELEGATED`, and
+``dragons-egg NAME ARGS...`` runs ``main(ARGS, prog="dragons-egg NAME")`` of that module, its
+arguments passed through untouched (so ``dragons-egg NAME --help`` is the module's own help).
+Each module also runs as ``python -m MODULE``.
+
+Every subcommand has ``--help``; a bad argument is a clear error (exit status 2), never a
+traceback. Mistakes found after the command line is read (an agent spec, a checkpoint, a
+replay file, an output name) print the usage of the subcommand, not the top-level one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable
+from typing import NamedTuple, TextIO
+
+from dragons_egg.experiments import bench
+from dragons_egg.experiments.cli import gif
+from dragons_egg.experiments.cli.play import (
+    add_play_arguments,
+    check_play_args,
+    play_game,
+    replay_game,
+    stdin_reader,
+)
+from dragons_egg.experiments.evaluation import tournament
+from dragons_egg_env.replay import ReplayError
+
+
+class Delegated(NamedTuple):
+    """A subcommand that runs a module's own command line."""
+
+    #: The module whose ``main(argv, prog=None)`` runs (imported only when the command runs).
+    module: str
+    #: The line ``dragons-egg --help`` shows for it.
+    help: str
+
+
+_M = "dragons_egg.experiments."
+#: The delegated subcommands, by name: ``dragons-egg NAME ARGS...`` is ``python -m MODULE
+#: ARGS...`` with ``dragons-egg NAME`` as the program name. A new command is a module with a
+#: ``main(argv, prog=None)`` in its room and a line here.
+DELEGATED: dict[str, Delegated] = {
+    "train": Delegated(_M + "training.selfplay",
+                       "batched self-play PPO (trains the shipped agent)"),
+    "train-sb3": Delegated(_M + "training.train_ppo",
+                           "train with SB3 MaskablePPO and self-play"),
+    "train-rllib": Delegated(_M + "training.train_rllib",
+                             "self-play PPO on Ray RLlib with a league"),
+    "ship": Delegated(_M + "training.ship",
+                      "write a checkpoint as a policy file with its provenance"),
+    "evaluate-run": Delegated(_M + "training.evaluate_run",
+                              "evaluate the policies a self-play run saved"),
+    "compare-trainers": Delegated(_M + "training.compare",
+                                  "training paths and settings compared at equal compute"),
+    "train-bench": Delegated(_M + "training.bench",
+                             "training throughput: batched self-play beside SB3"),
+    "main-job": Delegated(_M + "cli.main_job",
+                          "train briefly, run a tournament, write a report"),
+    "tribute-analysis": Delegated(_M + "evaluation.tribute",
+                                  "compare tribute policies under one play policy"),
+    "tribute-fit": Delegated(_M + "research.tribute.fit",
+                             "counterfactual tribute fit of a policy file"),
+    "tribute-headroom": Delegated(_M + "research.tribute.headroom",
+                                  "cross-validated room past the heuristic's tribute"),
+}
+
+
+def run_delegated(name: str, argv: list[str]) -> int:
+    """Run the delegated subcommand ``name`` (:data:`DELEGATED`) with its arguments ``argv``:
+    its module's ``main(argv, prog="dragons-egg NAME")``."""
+    module = importlib.import_module(DELEGATED[name].module)
+    return module.main(argv, prog=f"dragons-egg {name}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``dragons-egg`` parser; :func:`subcommand_parser` finds a subcommand's own."""
+    parser = argparse.ArgumentParser(
+        prog="dragons-egg", description="Dragon's Egg: play, train, evaluate and inspect.",
+        epilog="dragons-egg COMMAND --help lists the options of a command.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    p = sub.add_parser("play", help="play a match in the terminal against bots")
+    add_play_arguments(p)
+    t = sub.add_parser("tournament", help="duplicate-deal tournament between agents")
+    tournament.add_arguments(t)
+    r = sub.add_parser("replay", help="step through a saved match")
+    r.add_argument("file", help="a replay JSON file")
+    r.add_argument("--view", default="all",
+                   help="'all' (every hand) or an agent such as player_0 (its view)")
+    r.add_argument("--all", action="store_true", help="print every step without pausing")
+    g = sub.add_parser("gif", help="turn a replay into an animated GIF (or PNG frames)",
+                       description=gif.DESCRIPTION)
+    gif.add_arguments(g)
+    b = sub.add_parser("bench", help="speed benchmark against peers",
+                       description=bench.DESCRIPTION)
+    bench.add_arguments(b)
+    for name, command in DELEGATED.items():  # listed only: main() hands them their arguments
+        sub.add_parser(name, help=command.help, add_help=False)
+    return parser
+
+
+def subcommand_parser(parser: argparse.ArgumentParser, command: str
+                      ) -> argparse.ArgumentParser:
+    """The parser of ``command`` (whose usage an error after parsing should print)."""
+    for action in parser._actions:  # argparse keeps its subparsers only here
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]
+    return parser  # pragma: no cover - every command has a parser
+
+
+def main(argv: list[str] | None = None, read: Callable[[str], str] = stdin_reader,
+         out: TextIO | None = None) -> int:
+    """Run ``dragons-egg`` with the command line ``argv`` (default: the process's); a
+    delegated subcommand (:data:`DELEGATED`) gets the rest of it as it is. ``read`` and
+    ``out`` are the terminal of ``play`` and ``replay``. Returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in DELEGATED:  # before parsing: the module parses its own arguments
+        return run_delegated(argv[0], argv[1:])
+    out = out or sys.stdout
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    sub = subcommand_parser(parser, args.command)
+    if args.command == "play":
+        check_play_args(args, sub)
+        return play_game(args, read, out, sub)
+    if args.command == "tournament":
+        return tournament.run_from_args(args, sub)
+    if args.command == "replay":
+        try:
+            return replay_game(args, read, out)
+        except (ReplayError, OSError) as exc:
+            sub.error(str(exc))
+    if args.command == "gif":
+        return gif.run_from_args(args, sub)
+    if args.command == "bench":
+        return bench.run_from_args(args, sub) or 0
+    parser.error(f"unknown command {args.command!r}")  # pragma: no cover
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

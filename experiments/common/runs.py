@@ -1,0 +1,500 @@
+"""Run folders, shared by every trainer: a folder holds one run, never two mixed and never one
+overwritten unless told (:func:`claim_run_dir`); resuming a run in its folder with its saved
+settings and the changes recorded (:func:`resumed_settings`, ``config_history.json``); Ctrl-C
+held off during an update and turned into a checkpoint (:class:`HeldInterrupts`,
+:class:`RunInterrupted`); and what a run writes, the same for every trainer
+(:class:`RunOutput`): the evaluations in ``eval.csv``, the learning curve and TensorBoard's
+scalars."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import shlex
+import shutil
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+# ---------------------------------------------------------------------------------------
+# Resuming a run: its folder, its settings, the changes.
+
+def checkpoint_run_dir(checkpoint: str | Path) -> Path:
+    """The run folder a checkpoint belongs to (absolute): the folder above it when it lies in
+    a ``checkpoints/`` folder, else the folder that holds it; it must hold the run's
+    ``config.json`` (a ``ValueError`` otherwise)."""
+    folder = checkpoint_folder(checkpoint)
+    if not (folder / "config.json").is_file():
+        raise ValueError(f"checkpoint {checkpoint} is not in a run folder (no config.json in "
+                         f"{folder}); give --out-dir and --run-name for the folder to continue "
+                         "in")
+    return folder
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON has it (tuples as lists)."""
+    return json.loads(json.dumps(value))
+
+
+def config_changes(old: Any, new: Any) -> dict[str, list[Any]]:
+    """The settings that differ between two settings dataclasses, ``{name: [old, new]}``
+    (JSON values)."""
+    a, b = _plain(dataclasses.asdict(old)), _plain(dataclasses.asdict(new))
+    return {k: [a.get(k), v] for k, v in b.items() if a.get(k) != v}
+
+
+def resumed_settings(saved: Any, parsed: Any, given: Iterable[str], checkpoint: str | Path,
+                     frozen: dict[str, str]) -> Any:
+    """The settings a resumed run continues with: the checkpoint's ``saved`` ones, with those
+    ``given`` explicitly taken from ``parsed``. A name in ``frozen`` (with the reason) may not
+    change: a ``ValueError`` names its flag. Unless ``out_dir`` or ``run_name`` is given, the
+    run continues in the checkpoint's run folder (:func:`checkpoint_run_dir`)."""
+    given = set(given)
+    for name, why in frozen.items():
+        if name in given and _plain(getattr(parsed, name)) != _plain(getattr(saved, name)):
+            raise ValueError(f"--{name.replace('_', '-')} cannot change on resume ({why}): the "
+                             f"checkpoint has {getattr(saved, name)!r}")
+    cfg = dataclasses.replace(saved, **{k: getattr(parsed, k) for k in sorted(given)})
+    if not given & {"out_dir", "run_name"}:
+        folder = checkpoint_run_dir(checkpoint)
+        if cfg.run_dir.resolve() != folder:
+            out_dir = (cfg.out_dir if Path(cfg.out_dir).resolve() == folder.parent
+                       else str(folder.parent))
+            cfg = dataclasses.replace(cfg, out_dir=out_dir, run_name=folder.name)
+    return cfg
+
+
+def resume_entry(samples: int, checkpoint: str | Path, changes: dict[str, list[Any]],
+                 unit: str = "samples") -> dict[str, Any]:
+    """An entry of a run's config history: resumed at ``samples`` from ``checkpoint`` with
+    these ``changes`` (``{name: [old, new]}``); also printed, one line per change."""
+    import time
+
+    print(f"resuming {checkpoint} at {samples:,} {unit}" + (
+        "; settings changed:" if changes else " with its saved settings"), file=sys.stderr)
+    for name, (old, new) in changes.items():
+        print(f"  {name}: {old!r} -> {new!r}", file=sys.stderr)
+    return {"event": "resume", unit: samples, "checkpoint": str(checkpoint),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "changes": changes}
+
+
+def start_entry(unit: str = "samples") -> dict[str, Any]:
+    """The first entry of a run's config history: the run started."""
+    import time
+
+    return {"event": "start", unit: 0, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+
+def write_run_config(run_dir: Path, cfg: Any, history: list[dict[str, Any]]) -> None:
+    """``config.json`` (the settings, exactly the fields of the dataclass, so that ``--config``
+    reads it back) and ``config_history.json`` (when the run started and each resume, with
+    the settings it changed) in the run folder."""
+    (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
+    (run_dir / "config_history.json").write_text(json.dumps(history, indent=1) + "\n")
+
+
+# ---------------------------------------------------------------------------------------
+# A run folder holds one run: never two mixed, never one overwritten unless told.
+
+def run_files(run_dir: Path, patterns: Iterable[str]) -> list[Path]:
+    """What a run left in ``run_dir``: the entries matching ``patterns`` (globs, such as
+    ``config.json``, ``checkpoints``, ``eval-before-resume-*.csv``), a folder only when it is
+    not empty."""
+    found: list[Path] = []
+    if not run_dir.is_dir():
+        return found
+    for pattern in patterns:
+        for p in sorted(run_dir.glob(pattern)):
+            if p not in found and not (p.is_dir() and not any(p.iterdir())):
+                found.append(p)
+    return found
+
+
+def _listing(paths: Sequence[Path]) -> str:
+    def one(p: Path) -> str:
+        if not p.is_dir():
+            return p.name
+        n = sum(1 for q in p.rglob("*") if not q.is_dir())
+        return f"{p.name}/ ({n} file{'s' * (n != 1)})"
+    return ", ".join(one(p) for p in paths)
+
+
+def checkpoint_folder(checkpoint: str | Path) -> Path:
+    """The folder a checkpoint's run would be in (absolute): the one above its
+    ``checkpoints/`` folder, or the one that holds it."""
+    path = Path(checkpoint).resolve()
+    return path.parent.parent if path.parent.name == "checkpoints" else path.parent
+
+
+def claim_run_dir(run_dir: Path, patterns: Iterable[str], *,
+                  latest: Callable[[Path], Path | None], resume: str | Path | None = None,
+                  overwrite: bool = False, resume_flags: str = "") -> None:
+    """Make sure a run may write in ``run_dir`` without mixing with another: a folder with
+    files of a run (:func:`run_files` of ``patterns``) is a ``ValueError`` that names both
+    ways on, ``--resume`` with its latest checkpoint (``latest(run_dir)``) or a new
+    ``--run-name``, unless ``resume`` continues that very run (the checkpoint lies in it) or
+    ``overwrite`` is given: then the old run's files are said and removed, first, and nothing
+    else in the folder is touched. ``overwrite`` cannot remove the run ``resume`` continues.
+    ``resume_flags`` follow ``--resume CHECKPOINT`` in the message (what the trainer's resume
+    needs besides, such as ``--trust-checkpoint``)."""
+    found = run_files(run_dir, patterns)
+    if resume is not None and checkpoint_folder(resume) == run_dir.resolve():
+        if overwrite:
+            raise ValueError(f"--overwrite would delete the run that --resume {resume} "
+                             f"continues ({run_dir}): leave --overwrite out")
+        return
+    if not found:
+        return
+    if overwrite:
+        print(f"--overwrite: removing the run in {run_dir}: {_listing(found)}",
+              file=sys.stderr, flush=True)
+        for p in found:
+            if p.is_dir():
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+        return
+    if resume is not None:
+        raise ValueError(f"{run_dir} already holds another run ({_listing(found)}): "
+                         f"continuing {resume} there would mix the two; give a new --run-name "
+                         "(or --overwrite to delete that run first)")
+    ckpt = latest(run_dir)
+    if ckpt is None:
+        raise ValueError(f"{run_dir} already holds a run, with no checkpoint to resume "
+                         f"({_listing(found)}): give a new --run-name, or --overwrite to "
+                         "delete it first")
+    raise ValueError(f"{run_dir} already holds a run ({_listing(found)}): continue it with "
+                     f"--resume {shlex.quote(str(ckpt))}{resume_flags}, or start another "
+                     "with a new --run-name (--overwrite deletes it first)")
+
+
+#: The help of ``--overwrite``, the same in both trainers.
+OVERWRITE_HELP = ("start the run even where the run folder holds one: its files (config, "
+                  "checkpoints, evaluations, policies, logs) are removed first, and said; "
+                  "without it such a folder is an error that names --resume and --run-name")
+
+
+# ---------------------------------------------------------------------------------------
+# Ctrl-C: the trainer saves a checkpoint and says how to resume.
+
+class HeldInterrupts:
+    """Ctrl-C (SIGINT) held off while a step that must not be cut runs (an update: weights
+    half changed, samples not counted): :meth:`start` holds, :meth:`stop` lets go, raising
+    the ``KeyboardInterrupt`` that came meanwhile, where the trainer's state is whole again.
+    The first Ctrl-C while held says so; a second one stops at once, and :attr:`torn` says the
+    state is then not fit to save. Only in the main thread (signals are delivered there);
+    elsewhere, or where SIGINT is ignored, it does nothing."""
+
+    def __init__(self, what: str = "this update") -> None:
+        self.what = what
+        #: A second Ctrl-C cut the held step: the state is not whole.
+        self.torn = False
+        self._pending = False
+        self._old: Any = None
+
+    def start(self) -> None:
+        if self._old is not None or threading.current_thread() is not threading.main_thread():
+            return
+        old = signal.getsignal(signal.SIGINT)
+        if old is signal.SIG_IGN:
+            return
+        self._old = old if old is not None else signal.default_int_handler
+        self._pending = False
+        signal.signal(signal.SIGINT, self._handler)
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self._pending:
+            self.torn = True
+            self.release()
+            raise KeyboardInterrupt
+        self._pending = True
+        print(f"Ctrl-C: saving a checkpoint after {self.what} (Ctrl-C again stops at once, "
+              "without saving)", file=sys.stderr, flush=True)
+
+    def release(self) -> None:
+        """Let go without raising (a held Ctrl-C is forgotten)."""
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+            self._old = None
+
+    def stop(self) -> None:
+        """Let go; a Ctrl-C that came while held is raised here."""
+        pending, self._pending = self._pending, False
+        self.release()
+        if pending:
+            raise KeyboardInterrupt
+
+    def __enter__(self) -> HeldInterrupts:
+        self.start()
+        return self
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        if kind is None:
+            self.stop()
+        else:
+            self._pending = False
+            self.release()
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A trainer stopped by Ctrl-C, after saving ``checkpoint`` at ``count`` ``unit``
+    (samples, timesteps); ``checkpoint`` is ``None`` when nothing could be saved (a second
+    Ctrl-C cut an update), and ``last`` is then the run's latest checkpoint, if any. A
+    ``KeyboardInterrupt``, so that code that stops on one still does."""
+
+    def __init__(self, checkpoint: Path | None, count: int, unit: str,
+                 last: Path | None = None) -> None:
+        super().__init__(f"interrupted at {count:,} {unit}")
+        self.checkpoint, self.count, self.unit, self.last = checkpoint, count, unit, last
+
+    def line(self, prog: str, resume_flags: str = "") -> str:
+        """One line: where it saved and the command that resumes the run (``prog --resume
+        CHECKPOINT`` and ``resume_flags``)."""
+        if self.checkpoint is not None:
+            return (f"interrupted at {self.count:,} {self.unit}: saved {self.checkpoint}; "
+                    f"resume with: {prog} --resume {shlex.quote(str(self.checkpoint))}"
+                    f"{resume_flags}")
+        if self.last is None:
+            return "interrupted during an update: nothing saved, and the run has no checkpoint"
+        return (f"interrupted during an update: nothing saved since the last checkpoint; resume "
+                f"with: {prog} --resume {shlex.quote(str(self.last))}{resume_flags}")
+
+
+def interrupted_exit(exc: KeyboardInterrupt, prog: str, resume_flags: str = "") -> int:
+    """Say in one line how a trainer stopped on Ctrl-C (:class:`RunInterrupted`, or an
+    interrupt before a checkpoint could be saved) and return the exit status 130 (128 +
+    SIGINT)."""
+    print(exc.line(prog, resume_flags) if isinstance(exc, RunInterrupted)
+          else "interrupted before a checkpoint could be saved: nothing saved", file=sys.stderr,
+          flush=True)
+    return 130
+
+
+# ---------------------------------------------------------------------------------------
+# What a run writes: the evaluations (eval.csv), the learning curve, TensorBoard.
+
+def json_ready(value: Any) -> Any:
+    """``value`` with every NaN (an interval left out) as ``None``, for strict JSON."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(v) for v in value]
+    return value
+
+
+def _cells(row: dict[str, Any]) -> dict[str, Any]:
+    """A row for the CSV: NaN (an interval left out) as an empty cell."""
+    return {k: "" if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
+
+
+def write_eval_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    """``rows`` as a CSV file with every column any of them has (written to a temporary file
+    and renamed)."""
+    fields = list(dict.fromkeys(k for r in rows for k in r))
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, restval="")
+        w.writeheader()
+        w.writerows(_cells(r) for r in rows)
+    tmp.replace(path)
+
+
+def append_eval_csv(path: Path, row: dict[str, Any]) -> None:
+    """Append ``row`` to an ``eval*.csv`` (a header first when the file is new or empty) under
+    the file's header, a column the row lacks left empty (NaN to :func:`read_eval_csv`). A row
+    with a column the file lacks (other evaluation opponents after a resume) rewrites the file
+    with every column (:func:`write_eval_csv`), so that no value lands under another's header."""
+    header: list[str] | None = None
+    if path.is_file() and path.stat().st_size:
+        with open(path, newline="") as f:
+            header = next(csv.reader(f), None)
+    if header is not None and not set(row) <= set(header):
+        write_eval_csv(path, [*read_eval_csv(path), row])
+        return
+    with open(path, "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=header or list(row), restval="")
+        if header is None:
+            w.writeheader()
+        w.writerow(_cells(row))
+
+
+def restore_eval_csv(path: Path, history: list[dict[str, Any]], samples: int,
+                     key: str = "samples") -> None:
+    """On resume: make ``eval.csv`` hold the checkpoint's evaluations (``history``, each
+    with its ``key``: samples or timesteps), so that the new rows continue them. Rows the
+    file has beyond them (evaluations after the checkpoint, whose training the resumed run
+    does again) are kept aside in ``eval-before-resume-<samples>.csv`` (``-2``, ``-3``, ...
+    when that name is taken), a name the learning curve does not read, and that is said; so is
+    a file that cannot be read (rows of two sets of columns, as versions before 0.4 appended
+    after a change of evaluation opponents)."""
+    try:
+        rows: list[dict[str, Any]] | None = read_eval_csv(path)
+        problem = "had evaluations the checkpoint (at {samples:,} {key}) does not have"
+    except ValueError as exc:
+        rows, problem = None, f"could not be read ({exc})"
+    if rows is not None and [r.get(key) for r in rows] == [h.get(key) for h in history]:
+        return
+    if rows is None or rows:
+        aside = path.with_name(f"eval-before-resume-{samples}.csv")
+        n = 1
+        while aside.exists():
+            n += 1
+            aside = path.with_name(f"eval-before-resume-{samples}-{n}.csv")
+        path.replace(aside)
+        print(f"{path} {problem.format(samples=samples, key=key)}: it now holds the "
+              f"checkpoint's {len(history)}; the file as it was is {aside}", file=sys.stderr)
+    if history:
+        write_eval_csv(path, history)
+    elif path.exists():
+        path.unlink()
+
+
+def _number(path: Path, line: int, key: str, text: str) -> float | int:
+    try:
+        return int(text) if key in ("samples", "timesteps") else float(text) if text else math.nan
+    except ValueError:
+        raise ValueError(f"{path}, line {line}: {key} is {text!r}, not a number") from None
+
+
+def read_eval_csv(path: Path) -> list[dict[str, Any]]:
+    """The rows of an ``eval*.csv`` (``samples`` and ``timesteps`` as ints, the rest as
+    floats; an empty cell, an interval left out for too few deal sequences, or a column a row
+    did not have, as NaN): the schema :func:`write_eval_csv` writes, every row under the one
+    header with every column. A row with another number of cells than the header, or a cell
+    that is not a number, is a ``ValueError`` naming the file and the line."""
+    if not path.is_file():
+        return []
+    with open(path, newline="") as f:
+        lines = list(csv.reader(f))
+    header = lines[0] if lines else []
+    rows = []
+    for n, cells in enumerate(lines[1:], start=2):
+        if not cells:
+            continue
+        if len(cells) != len(header):
+            raise ValueError(f"{path}, line {n}: {len(cells)} cells under a header of "
+                             f"{len(header)} columns (rows of two sets of columns in one file)")
+        rows.append({k: _number(path, n, k, v) for k, v in zip(header, cells, strict=True)})
+    return rows
+
+
+def merged_evals(run_dir: Path, key: str = "samples") -> list[dict[str, Any]]:
+    """The rows of ``eval.csv`` (the in-loop evaluations) and of every
+    ``eval_<opponent>.csv`` (``dragons_egg.experiments.training.evaluate_run``), merged by
+    ``key`` (samples, or timesteps), in order."""
+    merged: dict[int, dict[str, Any]] = {}
+    for path in [run_dir / "eval.csv", *sorted(run_dir.glob("eval_*.csv"))]:
+        for r in read_eval_csv(path):
+            merged.setdefault(r[key], {}).update(r)
+    return [merged[k] for k in sorted(merged)]
+
+
+#: What the learning curve's x axis says for each unit a run counts in.
+UNIT_LABELS = {"samples": "learner samples", "timesteps": "training steps"}
+
+
+def redraw_curve(run_dir: Path, key: str = "samples", title: str = "") -> None:
+    """``learning_curve.png`` from :func:`merged_evals`: the learner's difference to each
+    evaluation opponent with its 95% interval, against ``key`` and against wall time."""
+    rows = merged_evals(run_dir, key)
+    if rows:
+        plot_curve(rows, run_dir / "learning_curve.png", key, title)
+
+
+def plot_curve(history: list[dict[str, Any]], path: Path, key: str = "samples",
+               title: str = "") -> None:
+    """Draw the learning curve of ``history`` (evaluation rows) to ``path``; nothing when no
+    row has a difference to an opponent."""
+    keys = sorted({k for row in history for k in row if k.startswith("diff_")
+                   and not k.endswith(("_low", "_high"))})
+    if not keys:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, x, label in ((axes[0], key, UNIT_LABELS.get(key, key)),
+                         (axes[1], "seconds", "wall time (s)")):
+        for k in keys:
+            rows = [r for r in history if k in r and x in r]
+            xs = [r[x] for r in rows]
+            ax.plot(xs, [r[k] for r in rows], marker="o", label=k[5:])
+            ax.fill_between(xs, [r[k + "_low"] for r in rows], [r[k + "_high"] for r in rows],
+                            alpha=0.2)
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_xlabel(label)
+        ax.set_ylabel("mean match score difference")
+        ax.legend()
+    fig.suptitle(title or "learner against its evaluation opponents (95% intervals)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+class RunOutput:
+    """What a trainer's run writes beside its checkpoints, the same for every trainer: one row
+    per evaluation in ``eval.csv`` (:func:`append_eval_csv`), ``learning_curve.png``
+    (:func:`redraw_curve`) and scalars for TensorBoard. ``key`` is the unit the run counts in
+    (``samples``, or ``timesteps``). TensorBoard scalars go to ``scalar(tag, value, step)``
+    when given (a trainer with a logger of its own, such as SB3's), else to a
+    ``SummaryWriter`` in ``run_dir/tb`` when TensorBoard is installed, else nowhere."""
+
+    def __init__(self, run_dir: Path, key: str = "samples", title: str = "",
+                 scalar: Callable[[str, float, int], None] | None = None) -> None:
+        self.dir, self.key, self.title = run_dir, key, title
+        self._writer: Any = None
+        if scalar is None:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError:  # tensorboard is optional
+                pass
+            else:
+                self._writer = SummaryWriter(str(run_dir / "tb"))
+                scalar = self._writer.add_scalar
+        self._scalar = scalar
+
+    @property
+    def eval_csv(self) -> Path:
+        return self.dir / "eval.csv"
+
+    def restore(self, history: list[dict[str, Any]], count: int) -> None:
+        """On resume: ``eval.csv`` made to hold the checkpoint's ``history``
+        (:func:`restore_eval_csv`)."""
+        restore_eval_csv(self.eval_csv, history, count, key=self.key)
+
+    def scalars(self, prefix: str, values: dict[str, Any], step: int) -> None:
+        """``prefix/name`` for each number of ``values`` that is one (NaN, an interval left
+        out, is skipped)."""
+        if self._scalar is None:
+            return
+        for k, v in values.items():
+            if isinstance(v, int | float) and not isinstance(v, bool) and v == v:
+                self._scalar(f"{prefix}/{k}", v, step)
+
+    def add_eval(self, row: dict[str, Any]) -> None:
+        """One evaluation (a row with the run's ``key``): appended to ``eval.csv``, its figures
+        to TensorBoard under ``eval/``, and the learning curve drawn again."""
+        append_eval_csv(self.eval_csv, row)
+        self.scalars("eval", {k: v for k, v in row.items() if k != self.key}, row[self.key])
+        self.redraw()
+
+    def redraw(self) -> None:
+        redraw_curve(self.dir, self.key, self.title)
+
+    def flush(self) -> None:
+        if self._writer is not None:
+            self._writer.flush()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None

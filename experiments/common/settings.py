@@ -1,0 +1,383 @@
+"""Settings dataclasses read from files and command lines: ``--config FILE|NAME`` (a file,
+or the name of a training config packaged with ``dragons_egg.experiments``), every value
+checked against the field's annotation (:func:`check_settings`), and the tyro command line of
+a settings dataclass (:func:`config_cli`), every field a flag."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import functools
+import json
+import math
+import sys
+import types
+import typing
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# ---------------------------------------------------------------------------------------
+# Settings files: a path, or the name of a config packaged with dragons_egg.experiments.
+
+#: The package whose ``configs/*.json`` are the packaged training configs.
+CONFIG_PACKAGE = "dragons_egg.experiments"
+
+
+def packaged_configs(cls: type | None = None) -> dict[str, Any]:
+    """The training configs packaged with :mod:`dragons_egg.experiments` (its package data
+    ``configs/*.json``), by name (the file name without ``.json``), read through
+    :mod:`importlib.resources`, so from any current directory and any kind of install. With
+    ``cls`` (a settings dataclass), only those whose settings are all fields of it: the
+    configs of that trainer."""
+    from importlib.resources import files
+
+    folder = files(CONFIG_PACKAGE) / "configs"
+    if not folder.is_dir():
+        return {}
+    entries = [e for e in folder.iterdir() if e.name.endswith(".json") and e.is_file()]
+    if cls is not None:
+        fields = {f.name for f in dataclasses.fields(cls)}
+        entries = [e for e in entries if set(json.loads(e.read_text(encoding="utf-8")))
+                   <= fields]
+    return {e.name[:-len(".json")]: e for e in sorted(entries, key=lambda e: e.name)}
+
+
+def resolve_config(value: str, cls: type | None = None) -> Any:
+    """What ``--config VALUE`` names: an existing file is that file (a :class:`Path`);
+    otherwise a bare name (no folder; ``.json`` optional) of a packaged config (of the
+    settings dataclass ``cls``, when given: :func:`packaged_configs`) is that config (an
+    :mod:`importlib.resources` file); anything else is a ``ValueError`` that lists the
+    packaged names."""
+    path = Path(value)
+    if path.is_file():
+        return path
+    packaged = packaged_configs(cls)
+    name = value[:-len(".json")] if value.endswith(".json") else value
+    if name in packaged and path.name == value:
+        return packaged[name]
+    if path.exists():
+        raise ValueError(f"--config {value}: not a file")
+    raise ValueError(f"--config {value}: no such file, and not the name of a packaged config "
+                     f"(packaged: {', '.join(packaged) or 'none'})")
+
+
+def _config_label(source: Any) -> str:
+    return str(source) if isinstance(source, Path) else f"packaged config {source.name}"
+
+
+# ---------------------------------------------------------------------------------------
+# Settings checked by type: the annotations of the settings dataclass are the schema.
+
+@functools.cache
+def field_types(cls: type) -> dict[str, Any]:
+    """The type of each field of the settings dataclass ``cls``, from its annotations (strings
+    under ``from __future__ import annotations``, resolved in the class's module)."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+_PLURAL = {int: "integers", float: "finite numbers", str: "strings", bool: "true or false"}
+
+
+def describe_type(tp: Any) -> str:
+    """What a value of the type ``tp`` is, in words (``an integer``, ``one of 'a', 'b'``)."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    words = {bool: "true or false", int: "an integer", float: "a finite number",
+             str: "a string", type(None): "null (None)", Any: "any value"}
+    if tp in words:
+        return words[tp]
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(describe_type(a) for a in args)
+    if origin in (list, tuple):
+        item = args[0] if args else Any
+        return f"a list of {_PLURAL.get(item, describe_type(item))}"
+    if origin is dict:
+        return "an object (name: value)"
+    return getattr(tp, "__name__", str(tp))
+
+
+def fits_type(tp: Any, value: Any) -> bool:
+    """Whether ``value`` is a value of the type ``tp``: booleans are not numbers, a float must
+    be finite (an int is a float), a list or a tuple is a sequence, a literal is one of its
+    values."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return True
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return not isinstance(value, bool) and (
+            isinstance(value, int) or isinstance(value, float) and math.isfinite(value))
+    if tp is type(None):
+        return value is None
+    if origin is typing.Literal:
+        return any(type(value) is type(a) and value == a for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return any(fits_type(a, value) for a in args)
+    if origin in (list, tuple):
+        if not isinstance(value, list | tuple):
+            return False
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            return len(value) == len(args) and all(map(fits_type, args, value))
+        return all(fits_type(args[0] if args else Any, v) for v in value)
+    if origin is dict:
+        key_t, value_t = args or (Any, Any)
+        return isinstance(value, dict) and all(
+            fits_type(key_t, k) and fits_type(value_t, v) for k, v in value.items())
+    return not isinstance(tp, type) or isinstance(value, tp)
+
+
+def check_settings(cls: type, data: Any) -> None:
+    """Check a mapping of settings for the dataclass ``cls`` before anything uses it: every
+    name a field, every value of the field's type (:func:`fits_type`, from the annotations). A
+    ``ValueError`` names the first problem in one line: the setting, its value and what it
+    may be (ranges are the dataclass's ``validate()``'s)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"settings must be an object of name: value, got "
+                         f"{type(data).__name__}")
+    types_ = field_types(cls)
+    unknown = sorted(set(data) - set(types_))
+    if unknown:
+        close = {n: difflib.get_close_matches(n, list(types_), 1) for n in unknown}
+        hints = [f"{n} -> {c[0]}" for n, c in close.items() if c]
+        raise ValueError(f"unknown setting(s) {', '.join(unknown)}" + (
+            f" (did you mean: {', '.join(hints)}?)" if hints else "")
+            + "; --help lists the settings")
+    for name, value in data.items():
+        if not fits_type(types_[name], value):
+            raise ValueError(f"{name}: expected {describe_type(types_[name])}, got {value!r}")
+
+
+def check_fields(cfg: Any) -> None:
+    """:func:`check_settings` of a settings dataclass's own values (the first step of its
+    ``validate()``)."""
+    check_settings(type(cfg), {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)})
+
+
+#: The seeds the trainers take (numpy's legacy generator, which SB3 seeds, takes 32 bits).
+SEED_RANGE = (0, 2**32 - 1)
+
+
+def check_range(cond: bool, name: str, value: Any, allowed: str) -> None:
+    """A ``ValueError`` ``"name must be allowed, got value"`` unless ``cond``: the form of the
+    trainers' range checks."""
+    if not cond:
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+
+
+def require(cond: bool, message: str) -> None:
+    """A ``ValueError`` with ``message`` unless ``cond``: the trainers' checks that are not a
+    range (:func:`check_range`)."""
+    if not cond:
+        raise ValueError(message)
+
+
+def read_settings(cls: type, source: Any) -> dict[str, Any]:
+    """The JSON object of settings in ``source`` (a path, or what :func:`resolve_config`
+    returns), checked against the fields of the dataclass ``cls`` (:func:`check_settings`:
+    their names and types); a ``ValueError`` naming the file for a missing or malformed file,
+    a name that is not a field of ``cls`` or a value of the wrong type."""
+    src = Path(source) if isinstance(source, str) else source
+    try:
+        text = src.read_text(encoding="utf-8")
+        if src.name.endswith(".toml"):
+            import tomllib
+
+            data = tomllib.loads(text)
+        else:
+            data = json.loads(text)
+        check_settings(cls, data)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"config file {_config_label(src)}: {exc}") from None
+    return data
+
+
+def _fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def settings_file(cls: type, path: Any, build: Callable[[dict[str, Any]], Any]) -> Any:
+    """Read a JSON file of settings for the dataclass ``cls`` and make one with ``build``
+    (which turns lists into tuples where ``cls`` wants them). ``path`` is a file, or what
+    :func:`resolve_config` returns. A missing or malformed file, or a name that is not a field
+    of ``cls``, is a one-line error and exit status 2."""
+    try:
+        return build(read_settings(cls, path))
+    except ValueError as exc:
+        _fail(str(exc))
+
+
+# ---------------------------------------------------------------------------------------
+# The settings command line (tyro).
+
+def flags_given(args: Iterable[str], cls: type) -> set[str]:
+    """The fields of the dataclass ``cls`` that the command-line words ``args`` set: a field
+    ``name`` is set by ``--name``, ``--name=VALUE``, ``--no-name`` (a bool) and their forms
+    with underscores, as tyro reads them (tyro takes no abbreviations, so the words are the
+    whole story: a value the user spells out equal to the default still counts as given)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    given: set[str] = set()
+    for word in args:
+        if word == "--":
+            break
+        if not word.startswith("--"):
+            continue
+        name = word[2:].split("=", 1)[0].replace("-", "_")
+        if name in names:
+            given.add(name)
+        elif name.startswith("no_") and name[3:] in names:
+            given.add(name[3:])
+    return given
+
+
+def module_prog(cls: type) -> str | None:
+    """``python -m MODULE`` for the module that defines ``cls`` (also when it runs as
+    ``__main__`` under ``python -m``), or ``None`` when that is not known."""
+    module = cls.__module__
+    if module == "__main__":
+        spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+        module = getattr(spec, "name", None)
+    return f"python -m {module}" if module else None
+
+
+@dataclass
+class ParsedSettings:
+    """What :func:`parse_config_cli` read."""
+
+    #: The settings: the defaults of the dataclass, or those of ``--config``, then the flags.
+    settings: Any
+    #: The value of the extra option (``--resume``, ``--data``), or ``None``.
+    extra: str | None
+    #: The fields set explicitly: by a flag, or named in the ``--config`` file.
+    given: frozenset[str]
+    #: The ``--config`` value, or ``None``.
+    config: str | None
+    #: The on/off options (``switches``, such as ``--overwrite``) given.
+    switches: frozenset[str] = frozenset()
+
+
+def _config_help(cls: type) -> str:
+    names = ", ".join(packaged_configs(cls))
+    return ("JSON (or TOML) file of settings" + (
+        f", or the name of a config packaged with dragons_egg.experiments ({names})"
+        if names else "") + "; the flags override it")
+
+
+def _wrapper(cls: type, extra: str, extra_help: str, extra_metavar: str,
+             switches: Sequence[tuple[str, str]] = ()) -> type:
+    """A dataclass of ``--config``, the extra option, the on/off ``switches`` (name, help)
+    and every field of ``cls`` (no prefix), so that tyro's ``--help`` lists them all."""
+    from typing import Annotated
+
+    import tyro
+
+    return dataclasses.make_dataclass(f"{cls.__name__}Command", [
+        ("settings", Annotated[cls, tyro.conf.arg(name="")]),
+        ("config", Annotated[str | None,
+                             tyro.conf.arg(help=_config_help(cls), metavar="FILE|NAME")], None),
+        (extra.lstrip("-").replace("-", "_"),
+         Annotated[str | None, tyro.conf.arg(help=extra_help, metavar=extra_metavar)], None),
+        *((name.lstrip("-").replace("-", "_"),
+           Annotated[bool, tyro.conf.FlagCreatePairsOff, tyro.conf.arg(help=text)], False)
+          for name, text in switches),
+    ])
+
+
+def json_object(words: list[str]) -> dict[str, Any]:
+    """The JSON object of a dict-typed setting's one command-line word (such as ``--rules
+    '{"tribute_asks": 1}'``); a ``ValueError`` that tyro prints as the flag's usage error."""
+    try:
+        value = json.loads(words[0])
+    except json.JSONDecodeError:
+        raise ValueError(f"expects a JSON object, got {words[0]!r}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"expects a JSON object, got {words[0]!r}")
+    return value
+
+
+@functools.cache
+def _registry() -> Any:
+    """tyro's rules for the settings dataclasses: a ``dict`` field is one JSON word."""
+    from tyro.constructors import ConstructorRegistry, PrimitiveConstructorSpec
+
+    registry = ConstructorRegistry()
+
+    @registry.primitive_rule
+    def _dict_rule(info: Any) -> Any:
+        if info.type_origin is not dict:
+            return None
+        return PrimitiveConstructorSpec(nargs=1, metavar="JSON", instance_from_str=json_object,
+                                        is_instance=lambda x: isinstance(x, dict),
+                                        str_from_instance=lambda d: [json.dumps(d)])
+
+    return registry
+
+
+def parse_config_cli(cls: type, argv: Sequence[str] | None,
+                     build: Callable[[dict[str, Any]], Any], extra: str, description: str, *,
+                     prog: str | None = None, extra_help: str = "",
+                     extra_metavar: str = "PATH",
+                     switches: Sequence[tuple[str, str]] = ()) -> ParsedSettings:
+    """Read the command line of the settings dataclass ``cls``: ``--config FILE|NAME``
+    (:func:`resolve_config`, read by :func:`read_settings` and made with ``build``) gives the
+    defaults, every field is a flag (tyro, with no prefix), and the option ``extra`` (such as
+    ``--resume``) is returned beside the settings, with the fields given explicitly and the
+    on/off options of ``switches`` (``(name, help)``, such as ``--overwrite``) given.
+    ``--help`` shows ``prog`` (default :func:`module_prog`) and lists ``--config``, ``extra``
+    and the switches with the fields. Nothing is validated here (see :func:`validated`). A bad
+    ``--config`` is a one-line error and exit status 2."""
+    import tyro
+
+    args = sys.argv[1:] if argv is None else list(argv)
+    prog = prog or module_prog(cls)
+    dest = extra.lstrip("-").replace("-", "_")
+    pre = argparse.ArgumentParser(prog=prog, add_help=False, allow_abbrev=False)
+    pre.add_argument("--config", default=None)
+    pre.add_argument(extra, dest=dest, default=None)
+    for name, _ in switches:
+        pre.add_argument(name, action="store_true")
+    known, rest = pre.parse_known_args(args)
+    data: dict[str, Any] = {}
+    default = cls()
+    if known.config is not None:
+        try:
+            data = read_settings(cls, resolve_config(known.config, cls))
+            default = build(data)
+        except (ValueError, TypeError) as exc:
+            _fail(str(exc))
+    command = _wrapper(cls, extra, extra_help, extra_metavar, switches)
+    out = tyro.cli(command, args=rest, default=command(default), prog=prog, registry=_registry(),
+                   description=description)
+    on = frozenset(n for n, _ in switches if getattr(known, n.lstrip("-").replace("-", "_")))
+    return ParsedSettings(out.settings, getattr(known, dest),
+                          frozenset(flags_given(rest, cls) | set(data)), known.config, on)
+
+
+def validated(cfg: Any) -> Any:
+    """``cfg`` after ``cfg.validate()``; a setting it refuses is a one-line error and exit
+    status 2."""
+    try:
+        cfg.validate()
+    except ValueError as exc:
+        _fail(str(exc))
+    return cfg
+
+
+def config_cli(cls: type, argv: Sequence[str] | None, build: Callable[[dict[str, Any]], Any],
+               extra: str, description: str, *, prog: str | None = None,
+               extra_help: str = "", extra_metavar: str = "PATH") -> tuple[Any, str | None]:
+    """A command line for the settings dataclass ``cls`` (:func:`parse_config_cli`), its
+    settings validated (:func:`validated`), and the value of the option ``extra``."""
+    parsed = parse_config_cli(cls, argv, build, extra, description, prog=prog,
+                              extra_help=extra_help, extra_metavar=extra_metavar)
+    return validated(parsed.settings), parsed.extra
+
+

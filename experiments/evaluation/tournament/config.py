@@ -1,0 +1,294 @@
+"""The agents of a tournament and its settings: :class:`Entrant` (a label with a spec, a factory
+or a policy), :class:`TournamentConfig` and the checks made before any match is played."""
+
+from __future__ import annotations
+
+import math
+import pickle
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from dragons_egg.agents import (
+    AgentSpec,
+    check_spec_for_table,
+    make_agent,
+    parse_spec,
+    registrations,
+)
+from dragons_egg.agents.base import Agent
+from dragons_egg.agents.runner import PolicyAgent, check_move_timeout
+from dragons_egg_env.config import ConfigError, RulesConfig
+
+#: What a tournament does when an agent fails a match (``TournamentConfig.on_agent_error``).
+ON_AGENT_ERROR = ("forfeit", "stop")
+
+
+def _qualname(obj: Any) -> str:
+    name = getattr(obj, "__qualname__", None) or type(obj).__qualname__
+    return f"{getattr(obj, '__module__', None) or type(obj).__module__}.{name}"
+
+
+@dataclass(frozen=True)
+class Entrant:
+    """One agent of a tournament with its label: exactly one of ``spec`` (an agent spec
+    string), ``factory`` (``factory(seed) -> Agent``, or an object with ``make(seed)``) or
+    ``policy`` (``policy(observation, action_mask) -> action``). The label names it in the
+    results, the summary and the report. With ``workers > 1`` factories and policies must
+    be picklable (module-level functions or classes, or instances of module-level classes)."""
+
+    label: str
+    spec: str | None = None
+    factory: Callable[[int], Agent] | None = None
+    policy: Callable[[Any, Any], Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.label, str) or not self.label.strip():
+            raise ValueError(f"an entrant's label is a non-empty string, got {self.label!r}")
+        given = [k for k in ("spec", "factory", "policy") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"entrant {self.label!r}: give exactly one of spec, factory or "
+                             f"policy, got {', '.join(given) or 'none'}")
+        if self.spec is not None and not isinstance(self.spec, str):
+            raise TypeError(f"entrant {self.label!r}: spec is an agent spec string, got "
+                            f"{self.spec!r}")
+        if self.factory is not None and not (callable(self.factory)
+                                             or callable(getattr(self.factory, "make", None))):
+            raise TypeError(f"entrant {self.label!r}: factory must be callable as "
+                            f"factory(seed) or have make(seed), got {self.factory!r}")
+        if self.policy is not None and not callable(self.policy):
+            raise TypeError(f"entrant {self.label!r}: policy must be callable as "
+                            f"policy(observation, action_mask), got {self.policy!r}")
+
+    @property
+    def kind(self) -> str:
+        return "spec" if self.spec is not None else (
+            "factory" if self.factory is not None else "policy")
+
+    def make(self, seed: int) -> Agent:
+        """A fresh agent for one seat of one match, seeded with ``seed``."""
+        if self.spec is not None:
+            return make_agent(self.spec, seed=seed)
+        if self.policy is not None:
+            return PolicyAgent(self.policy, seed=seed, label=self.label)
+        make = getattr(self.factory, "make", None)
+        agent = make(seed) if callable(make) else self.factory(seed)
+        missing = [m for m in ("start_match", "act", "end_round")
+                   if not callable(getattr(agent, m, None))]
+        if missing:
+            raise TypeError(f"entrant {self.label!r}: factory {_qualname(self.factory)} "
+                            f"returned {agent!r}, which lacks {', '.join(missing)}; return "
+                            "an dragons_egg.agents.base.Agent (or pass the callable as policy=)")
+        return agent
+
+    def describe(self) -> dict[str, str]:
+        """What ``config.json`` records of it."""
+        if self.spec is not None:
+            return {"label": self.label, "spec": self.spec}
+        obj = self.factory if self.factory is not None else self.policy
+        return {"label": self.label, self.kind: _qualname(obj)}
+
+
+def _as_entrant(item: Any, index: int) -> Entrant:
+    if isinstance(item, Entrant):
+        return item
+    if isinstance(item, str):
+        return Entrant(item, spec=item)
+    if isinstance(item, AgentSpec):
+        return Entrant(item.spec, spec=item.spec)
+    hint = (" (wrap it: Entrant('name', factory=f) for f(seed) -> Agent, or "
+            "Entrant('name', policy=f) for f(observation, mask) -> action)"
+            if callable(item) or hasattr(item, "make") else "")
+    raise TypeError(f"agents[{index}] is an agent spec string or an Entrant, got "
+                    f"{item!r}{hint}")
+
+
+@dataclass
+class TournamentConfig:
+    """Everything a tournament needs; saved beside its results. ``agents`` holds spec strings
+    (each its own label) and :class:`Entrant` objects (a label with a spec, a factory or a
+    policy); an agent listed twice fills two places of the line-up."""
+
+    agents: list[str | Entrant]
+    num_players: int = 4
+    #: Matches to play; rounded up to whole deal sequences (one match per rotation).
+    matches: int = 200
+    seed: int = 0
+    num_rounds: int = 3
+    #: Rule flags other than num_players / num_rounds.
+    rules: dict[str, Any] = field(default_factory=dict)
+    workers: int = 1
+    #: Bootstrap resamples for the intervals.
+    bootstrap: int = 2000
+    out_dir: str | None = None
+    #: ``"forfeit"``: an agent that fails a match forfeits it and the run goes on;
+    #: ``"stop"``: the run stops (:class:`AgentFailed`), keeping every finished match.
+    on_agent_error: str = "forfeit"
+    #: Seconds each call to an agent may take (``None``: no limit); a late agent fails.
+    move_timeout: float | None = None
+
+    def rules_config(self) -> RulesConfig:
+        extra = set(self.rules) & {"num_players", "num_rounds"}
+        if extra:
+            raise ConfigError(f"set {', '.join(sorted(extra))} directly, not in rules")
+        return RulesConfig.from_kwargs({**self.rules, "num_players": self.num_players,
+                                        "num_rounds": self.num_rounds})
+
+    def entrants(self) -> list[Entrant]:
+        """``agents`` as :class:`Entrant` objects (a spec string is its own label)."""
+        return [_as_entrant(a, i) for i, a in enumerate(self.agents)]
+
+    @property
+    def labels(self) -> list[str]:
+        """The label of every entry of ``agents``, in order (repeats kept)."""
+        return [e.label for e in self.entrants()]
+
+    def by_label(self) -> dict[str, Entrant]:
+        """Each distinct label's entrant; a label naming two different agents is an error."""
+        out: dict[str, Entrant] = {}
+        for e in self.entrants():
+            if out.setdefault(e.label, e) != e:
+                raise ValueError(f"the label {e.label!r} names two different agents")
+        return out
+
+    def validate(self) -> None:
+        """Check everything that can be checked before playing: agent specs (with their
+        paths and options, and that each can play a table of ``num_players``), labels, the
+        rules and, with ``workers > 1``, that every factory, policy and registered agent the
+        specs use can be sent to worker processes."""
+        if not self.agents:
+            raise ValueError("a tournament needs at least one agent")
+        entrants = self.by_label()
+        self.rules_config()
+        for e in entrants.values():
+            if e.spec is not None:
+                check_spec_for_table(e.spec, self.num_players)  # parses the spec fully
+        if self.matches < 1:
+            raise ValueError(f"matches must be >= 1, got {self.matches}")
+        if self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}")
+        if self.on_agent_error not in ON_AGENT_ERROR:
+            raise ValueError(f"on_agent_error is one of {', '.join(ON_AGENT_ERROR)}, got "
+                             f"{self.on_agent_error!r}")
+        self._check_move_timeout()
+        if self.workers > 1:
+            for e in entrants.values():
+                _check_picklable(e, self.workers)
+            worker_registrations(self)
+
+    def _check_move_timeout(self) -> None:
+        t = self.move_timeout
+        if t is None:
+            return
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) \
+                or t <= 0:
+            raise ValueError(f"move_timeout is a positive number of seconds, got {t!r}")
+        why = check_move_timeout()
+        if why is None:
+            return
+        if not hasattr(signal, "setitimer"):
+            raise ValueError(why)
+        if self.workers == 1:  # workers play in their processes' main threads
+            raise ValueError(f"{why}, and with workers=1 matches play in this thread: run "
+                             "the tournament from the main thread, or with workers >= 2")
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TournamentConfig:
+        """The config that :meth:`to_json` described (``config.json``); an entrant given by
+        a factory or a policy cannot be rebuilt from its name (a ``ValueError``)."""
+        agents: list[str | Entrant] = []
+        for i, a in enumerate(data.get("agents") or []):
+            if isinstance(a, str):
+                agents.append(a)
+            elif isinstance(a, dict) and set(a) == {"label", "spec"}:
+                agents.append(Entrant(a["label"], spec=a["spec"]))
+            else:
+                raise ValueError(
+                    f"agent {i + 1} of the saved config, {a!r}, is a factory or a policy: "
+                    "only the program that made it can rebuild it (resume with "
+                    "run_tournament(config, resume=True) there)")
+        known = {f.name for f in fields(cls)} - {"agents"}
+        return cls(agents=agents, **{k: v for k, v in data.items() if k in known})
+
+    def registrations(self) -> dict[str, Callable[..., Agent]]:
+        """The agents added with :func:`dragons_egg.agents.register` that this tournament's specs
+        use
+        (worker processes get them; see :func:`dragons_egg.agents.registrations`)."""
+        names = {parse_spec(e.spec)[0] for e in self.by_label().values() if e.spec is not None}
+        return {k: v for k, v in registrations().items() if k in names}
+
+    def lineup(self, sequence: int = 0) -> list[str]:
+        """The labels of the agents at the table for a deal sequence (before rotation): with
+        ``k <= n`` agents they repeat in order to fill the seats; with more agents than seats
+        a window of ``n`` of them, moving one agent along per sequence, so each sits out in
+        turn."""
+        labels = self.labels
+        k, n = len(labels), self.num_players
+        start = sequence % k if k > n else 0
+        return [labels[(start + i) % k] for i in range(n)]
+
+    def seats_filled(self) -> dict[str, int]:
+        """How many seats of every table each label fills when the agents do not outnumber
+        the seats (the line-up repeats them in order); empty when they do."""
+        if len(self.agents) > self.num_players:
+            return {}
+        counts: dict[str, int] = {}
+        for label in self.lineup(0):
+            counts[label] = counts.get(label, 0) + 1
+        return counts
+
+    def to_json(self) -> dict[str, Any]:
+        """The config as JSON data: spec strings as they are, other entrants described."""
+        data = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        data["agents"] = [a if isinstance(a, str) else _as_entrant(a, i).describe()
+                          for i, a in enumerate(self.agents)]
+        return data
+
+    @property
+    def num_sequences(self) -> int:
+        return math.ceil(self.matches / self.num_players)
+
+
+def _require_picklable(value: Any, what: str, workers: int, fix: str) -> None:
+    """A ``TypeError`` naming ``what`` when ``value`` cannot be pickled: with ``workers`` > 1
+    matches run in worker processes that receive it by pickling (``fix``: how to mend it)."""
+    try:
+        pickle.loads(pickle.dumps(value))
+    except Exception as exc:  # noqa: BLE001 - any failure means workers cannot get it
+        raise TypeError(
+            f"{what} cannot be pickled ({type(exc).__name__}: {exc}), and with "
+            f"workers={workers} matches run in worker processes that receive it by "
+            f"pickling: {fix}, or use workers=1") from None
+
+
+def _check_picklable(e: Entrant, workers: int) -> None:
+    if e.spec is not None:
+        return
+    obj = e.factory if e.factory is not None else e.policy
+    _require_picklable(e, f"entrant {e.label!r}: its {e.kind} {_qualname(obj)}", workers,
+                       "define it at module level (not a lambda or a nested function)")
+
+
+def worker_registrations(tc: TournamentConfig) -> dict[str, Callable[..., Agent]]:
+    regs = tc.registrations()
+    for name, factory in regs.items():
+        _require_picklable(factory, f"agent {name!r} (registered with "
+                           f"dragons_egg.agents.register as {_qualname(factory)})",
+                           tc.workers, "register a module-level class or function")
+    return regs
+
+
+def check_importable(tc: TournamentConfig, method: str) -> None:
+    """With spawn or forkserver, workers import what they unpickle: objects of an
+    interactive ``__main__`` (a notebook, the REPL) cannot be found there."""
+    if method == "fork" or getattr(sys.modules.get("__main__"), "__file__", None):
+        return
+    for e in tc.by_label().values():
+        obj = e.factory if e.factory is not None else e.policy
+        if obj is not None and getattr(obj, "__module__", type(obj).__module__) == "__main__":
+            raise TypeError(
+                f"entrant {e.label!r}: its {e.kind} {_qualname(obj)} is defined in an "
+                f"interactive session, which worker processes started by {method!r} cannot "
+                "import: move it to a module, or use workers=1")

@@ -1,0 +1,101 @@
+"""Evaluate the policies a self-play run saved against more opponents, after (or beside) it.
+
+``python -m dragons_egg.experiments.training.evaluate_run RUN_DIR [--opponent ismcts] [--matches
+100]
+[--workers 1] [--seed 0]``
+
+The trainer exports its policy at every evaluation (``RUN_DIR/policies/policy_<samples>.npz``)
+and evaluates it in the loop against its ``eval_opponents`` (cheap ones: the heuristic). An
+expensive opponent such as ISMCTS would stall training, so this command evaluates the saved
+policies afterwards, or on the other core while the run goes on: each not yet evaluated
+against ``--opponent`` plays ``--matches`` duplicate matches in one seat against it in the
+others, like the in-loop evaluation. Rows go to ``RUN_DIR/eval_<opponent>.csv`` (samples,
+training seconds, mean score, difference to the opponent, 95% intervals, empty where the
+evaluation had fewer deal sequences than the tournament's minimum); the learning curve
+``RUN_DIR/learning_curve.png`` is redrawn with every opponent, against samples and against
+training wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from dragons_egg.agents import AgentSpecError, parse_spec
+from dragons_egg.experiments.common.args import int_range
+from dragons_egg.experiments.common.runs import append_eval_csv, read_eval_csv, redraw_curve
+from dragons_egg.experiments.evaluation.versus import evaluate_agent, format_estimate
+from dragons_egg_env.extras import require_cli
+
+
+def saved_policies(run_dir: Path) -> list[tuple[int, Path]]:
+    """The policies the run exported at its evaluations, by samples."""
+    out = []
+    for p in (run_dir / "policies").glob("policy_*.npz"):
+        m = re.fullmatch(r"policy_(\d+)\.npz", p.name)
+        if m:
+            out.append((int(m.group(1)), p))
+    return sorted(out)
+
+
+def label(spec: str) -> str:
+    """File-name-safe form of an opponent spec (``ismcts:iterations=400`` ->
+    ``ismcts-iterations-400``)."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", spec).strip("-")
+
+
+def evaluate_run(run_dir: Path, opponent: str, matches: int, workers: int, seed: int,
+                 progress: bool = True) -> list[dict[str, Any]]:
+    """Evaluate every saved policy of the run not yet evaluated against ``opponent``."""
+    cfg_path = run_dir / "config.json"
+    if not cfg_path.is_file():
+        raise ValueError(f"{run_dir} is not a self-play run folder (no config.json)")
+    run_cfg = json.loads(cfg_path.read_text())
+    seconds = {r["samples"]: r["seconds"] for r in read_eval_csv(run_dir / "eval.csv")}
+    out_csv = run_dir / f"eval_{label(opponent)}.csv"
+    done = {r["samples"] for r in read_eval_csv(out_csv)}
+    todo = [(s, p) for s, p in saved_policies(run_dir) if s not in done]
+    rows = []
+    for k, (samples, path) in enumerate(todo, 1):
+        row = {"samples": samples, "seconds": seconds.get(samples, float("nan")),
+               **evaluate_agent(f"net:path={path}", [opponent], matches=matches, seed=seed,
+                                players=run_cfg.get("eval_players", 4),
+                                num_rounds=run_cfg.get("num_rounds", 3), workers=workers)}
+        append_eval_csv(out_csv, row)
+        rows.append(row)
+        if progress:
+            print(f"[{k}/{len(todo)}] {samples:,} samples: {opponent} difference "
+                  f"{format_estimate(row, f'diff_{opponent}')}", file=sys.stderr, flush=True)
+    redraw_curve(run_dir)
+    return rows
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog=prog or "python -m dragons_egg.experiments.training.evaluate_run",
+        description=__doc__.split("\n\n")[0])
+    p.add_argument("run_dir", help="a self-play run folder (runs/NAME)")
+    p.add_argument("--opponent", default="ismcts", help="agent spec (default ismcts)")
+    p.add_argument("--matches", type=int_range(1), default=100,
+                   help="duplicate matches per policy (default 100)")
+    p.add_argument("--workers", type=int_range(1), default=1)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    require_cli(p.prog, "experiments")  # ratings and the learning curve
+    try:
+        parse_spec(args.opponent)
+    except AgentSpecError as exc:
+        p.error(str(exc))
+    try:
+        evaluate_run(Path(args.run_dir), args.opponent, args.matches, args.workers, args.seed)
+    except ValueError as exc:
+        p.error(str(exc))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,144 @@
+"""What every trainer's settings share: :class:`RunSettings`, the base of the self-play
+trainer's :class:`~.selfplay.SelfPlayConfig` and the SB3 trainer's
+:class:`~.train_ppo.TrainConfig`.
+
+A run has a seed, evaluations (every so many samples or timesteps, a duplicate-deal
+tournament against opponents: :func:`~dragons_egg.experiments.evaluation.versus.evaluate_agent`),
+checkpoints, a run folder (``out_dir/run_name``) and a progress bar. The trainers declare
+their own settings beside these, and may give these other defaults by declaring the field
+again. Every settings dataclass is read the same way: ``--config FILE|NAME`` and one flag per
+field, through :func:`~dragons_egg.experiments.common.settings.config_cli` (tyro); its
+``validate()`` checks types first (the annotations), then ranges.
+"""
+
+from __future__ import annotations
+
+import sys
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, NamedTuple, TypeVar
+
+from dragons_egg.experiments.common.runs import OVERWRITE_HELP
+from dragons_egg.experiments.common.settings import (
+    SEED_RANGE,
+    check_fields,
+    check_range,
+    check_settings,
+    field_types,
+    parse_config_cli,
+    validated,
+)
+
+S = TypeVar("S", bound="RunSettings")
+
+
+@dataclass
+class RunSettings:
+    """The settings every training run has (each a command-line flag of the same name)."""
+
+    #: The run folder's default name is this, then ``-seed<seed>``.
+    RUN_PREFIX: ClassVar[str] = "run"
+
+    #: Seed of everything random in the run (engines, network, sampling, evaluations).
+    seed: int = 0
+    #: Evaluate every this many samples or timesteps (0: only at the end).
+    eval_every: int = 0
+    #: Duplicate matches per evaluation (rounded up to whole rotations of the table).
+    eval_matches: int = 200
+    #: Agent specs the learner is evaluated against, in turn in the seats it does not hold.
+    eval_opponents: tuple[str, ...] = ("heuristic",)
+    #: Processes that play an evaluation's matches.
+    eval_workers: int = 1
+    #: Save a checkpoint every this many samples or timesteps (0: only at the end).
+    checkpoint_every: int = 0
+    #: Torch's threads (1: on 2 cores more made updates ~10x slower while the other core was
+    #: busy).
+    torch_threads: int = 1
+    #: The folder that holds run folders.
+    out_dir: str = "runs"
+    #: Run folder name (default: the trainer's prefix, then ``-seed<seed>``).
+    run_name: str = ""
+    #: A progress bar on stderr.
+    progress: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.run_name or f"{self.RUN_PREFIX}-seed{self.seed}"
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.out_dir) / self.name
+
+    def validate_run(self) -> None:
+        """The first step of every trainer's ``validate()``: every field of its annotated type
+        (:func:`~dragons_egg.experiments.common.settings.check_fields`), then the ranges of
+        the shared settings; a ``ValueError`` names the first bad one."""
+        check_fields(self)
+        lo, hi = SEED_RANGE
+        check_range(lo <= self.seed <= hi, "seed", self.seed, f"in {lo}..{hi}")
+        for name in ("eval_matches", "eval_workers", "torch_threads"):
+            check_range(getattr(self, name) >= 1, name, getattr(self, name), ">= 1")
+        for name in ("eval_every", "checkpoint_every"):
+            check_range(getattr(self, name) >= 0, name, getattr(self, name), ">= 0")
+        if self.eval_opponents:
+            from dragons_egg.agents import parse_spec
+
+            for spec in self.eval_opponents:
+                parse_spec(spec)
+
+    @classmethod
+    def from_dict(cls: type[S], data: dict[str, Any]) -> S:
+        """Settings from their JSON form (``dataclasses.asdict`` written as JSON: lists where
+        the fields are tuples); a ``ValueError`` naming an unknown setting or a value of the
+        wrong type (:func:`~dragons_egg.experiments.common.settings.check_settings`)."""
+        check_settings(cls, data)
+        types = field_types(cls)
+        data = {k: tuple(v) if typing.get_origin(types[k]) is tuple and isinstance(v, list)
+                else v for k, v in data.items()}
+        return cls(**data)
+
+
+#: The switch that lets ``--resume`` load a checkpoint that runs code when loaded.
+TRUST_FLAG = "--trust-checkpoint"
+
+
+class TrainerCommand(NamedTuple):
+    """What a trainer's command line asks for."""
+
+    #: The settings, validated.
+    cfg: Any
+    #: The checkpoint ``--resume`` continues, or ``None`` for a new run.
+    resume: str | None
+    #: ``--trust-checkpoint`` was given.
+    trust: bool
+    #: ``--overwrite`` was given.
+    overwrite: bool
+
+
+def trainer_command(cls: type[RunSettings], argv: Sequence[str] | None, description: str, *,
+                    prog: str | None, resume_help: str, resume_metavar: str, trust_help: str,
+                    resumed: Callable[[str, Any, frozenset[str], bool], Any]
+                    ) -> TrainerCommand:
+    """Every trainer's command line: ``--config FILE|NAME`` and a flag per setting of ``cls``
+    (:func:`~dragons_egg.experiments.common.settings.parse_config_cli`), ``--resume
+    CHECKPOINT``, ``--overwrite`` and ``--trust-checkpoint``. With ``--resume``, the settings
+    are ``resumed(checkpoint, parsed, given, trust)``: the checkpoint's, with those given
+    (their names in ``given``). Bad input, a ``ValueError`` of ``resumed`` included, is a
+    one-line error and exit status 2."""
+    parsed = parse_config_cli(cls, argv, cls.from_dict, "--resume", description, prog=prog,
+                              extra_help=resume_help, extra_metavar=resume_metavar,
+                              switches=[("--overwrite", OVERWRITE_HELP),
+                                        (TRUST_FLAG, trust_help)])
+    cfg, trust = parsed.settings, TRUST_FLAG in parsed.switches
+    if parsed.extra is not None:
+        try:
+            cfg = resumed(parsed.extra, cfg, parsed.given, trust)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+    return TrainerCommand(validated(cfg), parsed.extra, trust, "--overwrite" in parsed.switches)
+
+
+__all__ = ["RunSettings", "TRUST_FLAG", "TrainerCommand", "trainer_command"]

@@ -1,0 +1,1106 @@
+"""Batched self-play PPO on the compiled engine: every seat of thousands of matches learns.
+
+``python -m dragons_egg.experiments.training.selfplay [--total-samples N] [--seed N] [--run-name
+NAME] ...``
+(``--help`` lists every setting; they are the fields of :class:`SelfPlayConfig`, parsed by
+tyro, and may come from a JSON file with ``--config FILE``, or from a training config packaged
+with ``dragons_egg.experiments`` by its name: ``--config selfplay-shipped`` is the shipped agent's
+run). One :class:`~dragons_egg_env.vector.VectorEngine` per table size (2..8 by default) holds
+``envs_per_size`` matches, observations padded to ``max_players`` seats, so one policy plays every
+table size. At each step the policy (a masked MLP in torch) acts for the seat to move in every match
+at once; the seat's decisions form one trajectory per match and seat, whose reward is what that seat
+earned until its next decision (R27 round rewards, the last at the end of the match). Advantages are
+GAE over those per-seat trajectories, bootstrapped at the end of a rollout with the value of each
+seat's current observation. A share of the seats (``opponent_share``) can be played by a league,
+drawn per match and seat: frozen snapshots of the learner and, with ``league_agents``, memoryless
+rule agents (``heuristic``, ``greedy``: agents that act on their observation alone, one object for
+every seat they play); the league's decisions are not trained on.
+
+Tribute decisions (ask and give, R31..R33) are a few per match; ``tribute_weight`` scales
+their part of the loss so that the learner hears about them, and ``tribute_lambda`` gives them
+a GAE lambda of their own (docs/training.md compares settings).
+
+Every ``eval_every`` samples the policy is exported (``dragons_egg.agents.netpolicy`` format, played
+by the ``net`` and ``ppo`` agents) and evaluated with the tournament code (duplicate deals,
+bootstrap intervals) against ``eval_opponents``; the learning curve (strength against samples and
+wall time) goes to ``eval.csv``, ``learning_curve.png`` and TensorBoard. An interval from fewer deal
+sequences than the tournament's minimum
+(:data:`dragons_egg.experiments.evaluation.tournament.MIN_SEQUENCES`)
+is left out: NaN in the history, an empty cell in ``eval.csv``. Checkpoints
+(``checkpoints/latest.pt``: weights, optimiser, counters, generators, league, history; tensors
+and plain data with a digest, read with ``torch.load(weights_only=True)``, so that loading one
+runs no code: :func:`load_checkpoint`; the old format needs ``--trust-checkpoint``) let
+``--resume CHECKPOINT`` continue a run: in the checkpoint's own run folder, with the settings saved
+in the checkpoint; settings given on the command line (flags, or those a ``--config`` file names)
+override single settings, each change printed and recorded in the run's ``config_history.json``; the
+network's shape (``hidden``, ``max_players``) cannot change. The trainer updates after whole
+rollouts, so it says at the start how far past ``total_samples`` it will go. Torch uses
+``torch_threads`` threads (default 1).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+
+from dragons_egg.experiments.common.runs import (
+    HeldInterrupts,
+    RunInterrupted,
+    RunOutput,
+    claim_run_dir,
+    config_changes,
+    interrupted_exit,
+    json_ready,
+    resume_entry,
+    resumed_settings,
+    start_entry,
+    write_run_config,
+)
+from dragons_egg.experiments.common.settings import (
+    check_range,
+    module_prog,
+    require,
+)
+from dragons_egg.experiments.evaluation.versus import evaluate_agent
+from dragons_egg.experiments.training.scaffold import RunSettings, TrainerCommand, trainer_command
+from dragons_egg_env.actions import ASK_BASE, NUM_ACTIONS
+from dragons_egg_env.config import MAX_PLAYERS, TABLE_SIZES, RulesConfig
+from dragons_egg_env.observation import layout
+
+CHECKPOINT_FORMAT = "dragons-egg-selfplay"
+#: Version 2: tensors and plain data only (read with ``torch.load(weights_only=True)``) and a
+#: ``digest``; a checkpoint without ``version`` is of the old format (pickled objects).
+CHECKPOINT_VERSION = 2
+#: What a checkpoint holds, and the type of each.
+CHECKPOINT_FIELDS: dict[str, Any] = {
+    "config": dict, "model": dict, "optimizer": dict, "samples": int, "updates": int,
+    "seconds": (int, float), "eval_seconds": (int, float), "history": list, "league": list,
+    "marks": dict}
+#: Settings a resumed run cannot change, with the reason: the checkpoint's weights, optimiser
+#: state and league snapshots are arrays of the network they shape.
+FROZEN_ON_RESUME = {"hidden": "the checkpoint's network has its layer sizes",
+                    "max_players": "the checkpoint's network reads observations of that size"}
+#: What a run writes in its folder (globs): one of them there means the folder holds a run,
+#: and ``--overwrite`` removes exactly these.
+RUN_FILES = ("config.json", "config_history.json", "checkpoints", "policies", "eval.csv",
+             "eval-before-resume-*.csv", "eval_*.csv", "learning_curve.png", "summary.json",
+             "final.npz", "tb")
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The checkpoint a run in ``run_dir`` continues from (``checkpoints/latest.pt``), if it
+    has one."""
+    path = run_dir / "checkpoints" / "latest.pt"
+    return path if path.is_file() else None
+
+
+
+@dataclass
+class SelfPlayConfig(RunSettings):
+    """Every setting of a self-play run (each is a command-line flag); those every trainer
+    has are :class:`~.scaffold.RunSettings`'."""
+
+    RUN_PREFIX: ClassVar[str] = "selfplay"
+
+    #: Learner samples (decisions trained on) to collect in all.
+    total_samples: int = 2_000_000
+    #: Stop before collection and updates take more than this many seconds in all, across
+    #: resumes (the next update's time predicted from the run's mean; 0: no limit).
+    #: Evaluations and checkpoints do not count.
+    max_seconds: float = 0.0
+    #: Table sizes played at once, one engine each.
+    table_sizes: tuple[int, ...] = TABLE_SIZES
+    #: Matches per table size.
+    envs_per_size: int = 128
+    #: Observation padding: the policy plays any table up to this size.
+    max_players: int = MAX_PLAYERS
+    #: Rounds per match (R26).
+    num_rounds: int = 3
+    #: Steps per match in each rollout.
+    rollout_steps: int = 64
+    #: Hidden layer sizes of the shared trunk.
+    hidden: tuple[int, ...] = (256, 256)
+    learning_rate: float = 3e-4
+    #: ``constant``, or ``linear``: decay towards 2% of ``learning_rate`` with the run's
+    #: progress (the larger of its share of ``total_samples`` and of ``max_seconds``).
+    lr_schedule: Literal["constant", "linear"] = "constant"
+    gamma: float = 1.0
+    gae_lambda: float = 0.95
+    clip_range: float = 0.2
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    #: Passes over each rollout.
+    epochs: int = 2
+    minibatch: int = 4096
+    #: Loss weight of tribute decisions (ask and give) relative to play decisions.
+    tribute_weight: float = 1.0
+    #: GAE lambda of tribute decisions (default: ``gae_lambda``). A small value credits an
+    #: ask or a give-back with what the value function makes of the hand it leads to, rather
+    #: than with the noisy outcome of the whole round.
+    tribute_lambda: float | None = None
+    #: Share of seats played by the league (0: pure self-play).
+    opponent_share: float = 0.0
+    #: Agent specs that are members of the league besides the snapshots, drawn as often as
+    #: each snapshot: memoryless agents only (``heuristic``, ``greedy``, ``random``,
+    #: ``net:path=...``).
+    league_agents: tuple[str, ...] = ()
+    #: Add a snapshot to the league every this many samples (0: never).
+    snapshot_every: int = 0
+    max_snapshots: int = 5
+    #: Evaluate every this many samples (0: only at the end).
+    eval_every: int = 500_000
+    #: Table size of the evaluations.
+    eval_players: int = 4
+    #: Save ``checkpoints/latest.pt`` every this many samples (0: only at the end).
+    checkpoint_every: int = 250_000
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first bad setting: its type (the field's
+        annotation: :func:`~dragons_egg.experiments.common.settings.check_fields`), then its
+        range."""
+        self.validate_run()
+        for name in ("learning_rate", "clip_range", "max_grad_norm"):
+            check_range(getattr(self, name) > 0, name, getattr(self, name), "> 0")
+        for name in ("ent_coef", "vf_coef"):
+            check_range(getattr(self, name) >= 0, name, getattr(self, name), ">= 0")
+        check_range(self.total_samples >= 1, "total_samples", self.total_samples, ">= 1")
+        require(bool(self.table_sizes), "table_sizes must name at least one table size")
+        check_range(self.max_players in TABLE_SIZES, "max_players", self.max_players,
+                    f"in {TABLE_SIZES}")
+        for n in self.table_sizes:
+            require(n in TABLE_SIZES and n <= self.max_players,
+                 f"table size {n} must be in 2..max_players ({self.max_players})")
+            RulesConfig(num_players=n, num_rounds=self.num_rounds)
+        for name in ("envs_per_size", "rollout_steps", "epochs", "minibatch", "max_snapshots"):
+            check_range(getattr(self, name) >= 1, name, getattr(self, name), ">= 1")
+        check_range(self.snapshot_every >= 0, "snapshot_every", self.snapshot_every, ">= 0")
+        require(all(isinstance(h, int) and h > 0 for h in self.hidden) and bool(self.hidden),
+                f"hidden must be positive ints, got {self.hidden}")
+        check_range(self.max_seconds >= 0, "max_seconds", self.max_seconds, ">= 0")
+        check_range(0 < self.gamma <= 1, "gamma", self.gamma, "in (0, 1]")
+        check_range(0 <= self.gae_lambda <= 1, "gae_lambda", self.gae_lambda, "in [0, 1]")
+        check_range(0 <= self.opponent_share < 1, "opponent_share", self.opponent_share,
+                    "in [0, 1)")
+        check_range(self.tribute_weight >= 0, "tribute_weight", self.tribute_weight, ">= 0")
+        require(self.tribute_lambda is None or 0 <= self.tribute_lambda <= 1,
+             f"tribute_lambda must be in [0, 1], got {self.tribute_lambda}")
+        check_range(self.eval_players in TABLE_SIZES and self.eval_players <= self.max_players,
+                    "eval_players", self.eval_players, f"in 2..{self.max_players}")
+        if self.league_agents:
+            from dragons_egg.agents import parse_spec
+
+            for spec in self.league_agents:
+                parse_spec(spec)
+        for spec in self.league_agents:
+            require(league_agent(spec, 0, self).memoryless,
+                 f"league agent {spec!r} is not memoryless (it keeps state across moves or "
+                 "matches), so it cannot play a league seat; use heuristic, greedy, random "
+                 "or net:path=FILE.npz")
+
+
+# ---------------------------------------------------------------------------------------
+# The network.
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def build_network(cfg: SelfPlayConfig):
+    """The masked actor-critic MLP: a tanh trunk, an action head and a value head."""
+    torch = _torch()
+    nn = torch.nn
+
+    class ActorCritic(nn.Module):
+        def __init__(self, obs_size: int, hidden: tuple[int, ...]) -> None:
+            super().__init__()
+            layers: list[Any] = []
+            prev = obs_size
+            for h in hidden:
+                layers += [nn.Linear(prev, h), nn.Tanh()]
+                prev = h
+            self.trunk = nn.Sequential(*layers)
+            self.pi = nn.Linear(prev, NUM_ACTIONS)
+            self.v = nn.Linear(prev, 1)
+            nn.init.orthogonal_(self.pi.weight, 0.01)
+            nn.init.zeros_(self.pi.bias)
+
+        def forward(self, obs, mask):
+            h = self.trunk(obs)
+            logits = self.pi(h).masked_fill(~mask, -1e9)
+            return logits, self.v(h).squeeze(-1)
+
+    return ActorCritic(layout(cfg.max_players).size, tuple(cfg.hidden))
+
+
+def export_policy(model, cfg: SelfPlayConfig, path: Path, provenance: dict[str, Any]):
+    """Write the network as an ``dragons_egg.agents.netpolicy`` file (numpy arrays)."""
+    from dragons_egg.agents.netpolicy import NetPolicy
+
+    lin = [m for m in model.trunk if hasattr(m, "weight")]
+    layers = [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy()) for m in lin]
+    pi = (model.pi.weight.detach().numpy().T.copy(), model.pi.bias.detach().numpy().copy())
+    v = (model.v.weight.detach().numpy().T.copy(), model.v.bias.detach().numpy().copy())
+    meta = {"max_players": cfg.max_players, "obs_size": layout(cfg.max_players).size,
+            "num_actions": NUM_ACTIONS, "hidden": list(cfg.hidden), "activation": "tanh",
+            "provenance": provenance}
+    return NetPolicy(layers, pi, v, meta).save(path)
+
+
+def league_agent(spec: str, seed: int, cfg: SelfPlayConfig):
+    """The agent ``spec`` made with ``seed``, started for observations padded to
+    ``cfg.max_players`` seats (a memoryless agent reads only what decoding needs)."""
+    from dragons_egg.agents import make_agent
+
+    agent = make_agent(spec, seed=seed)
+    agent.start_match(0, RulesConfig(num_players=cfg.max_players, num_rounds=cfg.num_rounds),
+                      cfg.max_players)
+    return agent
+
+
+def plain_state(value: Any, where: str = "checkpoint") -> Any:
+    """``value`` as a checkpoint holds it: torch tensors, and plain data (dicts with string or
+    integer keys, lists, strings, numbers, booleans, ``None``) that ``torch.load(...,
+    weights_only=True)`` reads without unpickling any object. Tuples become lists, numpy
+    numbers Python numbers; anything else is a ``TypeError`` naming where it is."""
+    torch = _torch()
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, np.generic):  # before float: numpy's float64 is a float
+        return plain_state(value.item(), where)
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    for base in (bool, int, float, str):  # an enum or another subclass: its plain value
+        if isinstance(value, base):
+            return base(value)
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str | int) or isinstance(k, bool):
+                raise TypeError(f"{where} has a key {k!r}, which is neither a string nor an int")
+            out[k] = plain_state(v, f"{where}[{k!r}]")
+        return out
+    if isinstance(value, list | tuple):
+        return [plain_state(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    raise TypeError(f"{where} holds a {type(value).__name__}, which a checkpoint cannot hold "
+                    "(tensors and plain data only)")
+
+
+def state_digest(state: dict[str, Any]) -> str:
+    """``"sha256:<hex>"`` of a checkpoint's contents but its ``digest``: every tensor (dtype,
+    shape, bytes) and every plain value (as JSON), dicts in key order: what a checkpoint
+    records in ``digest`` and what loading checks."""
+    import hashlib
+
+    torch = _torch()
+    h = hashlib.sha256()
+
+    def feed(v: Any) -> None:
+        if isinstance(v, torch.Tensor):
+            t = v.detach().cpu().contiguous()
+            h.update(f"T{t.dtype}{tuple(t.shape)}:".encode())
+            h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+        elif isinstance(v, dict):
+            h.update(b"{")
+            for k in sorted(v, key=lambda k: (type(k).__name__, str(k))):
+                feed(k)
+                feed(v[k])
+            h.update(b"}")
+        elif isinstance(v, list | tuple):
+            h.update(b"[")
+            for x in v:
+                feed(x)
+            h.update(b"]")
+        else:
+            h.update(f"{json.dumps(v)};".encode())
+
+    feed({k: v for k, v in state.items() if k != "digest"})
+    return f"sha256:{h.hexdigest()}"
+
+
+#: What ``--trust-checkpoint`` does (the flag of ``--resume`` and of ``ship``).
+TRUST_HELP = ("load a checkpoint written before checkpoints held only tensors and plain data: "
+              "reading one unpickles Python objects, which runs any code stored in the file, "
+              "so give it only for a checkpoint from a source you trust (a warning names it)")
+_WARNED: set[str] = set()
+
+
+def _warn_once(path: Path, message: str) -> None:
+    key = f"{path.resolve()}:{message}"
+    if key not in _WARNED:
+        _WARNED.add(key)
+        print(f"warning: {message}", file=sys.stderr)
+
+
+def _check_crc(path: Path) -> None:
+    """Every member of a checkpoint's zip must match its CRC-32 (torch does not check them
+    when it reads one): a damaged file is a ``ValueError`` naming the member."""
+    import zipfile
+
+    if not zipfile.is_zipfile(path):
+        return  # torch says what is wrong with it
+    try:
+        with zipfile.ZipFile(path) as z:
+            bad = z.testzip()
+    except (OSError, zipfile.BadZipFile, EOFError, ValueError) as exc:
+        raise ValueError(f"checkpoint {path} could not be read: {exc}") from None
+    if bad is not None:
+        raise ValueError(f"checkpoint {path} is damaged: its member {bad} fails its CRC-32 "
+                         "check")
+
+
+def load_checkpoint(path: str | Path, trust: bool = False) -> dict[str, Any]:
+    """Read a self-play checkpoint (``checkpoints/latest.pt``); a ``ValueError`` naming the
+    file when it is missing, unreadable, damaged or not one.
+
+    It is read with ``torch.load(weights_only=True)``: tensors and plain data, nothing
+    unpickled that could run code. A checkpoint of the old format (written before, with
+    pickled objects) needs ``trust`` (``--trust-checkpoint``) and is then read with
+    ``weights_only=False``, with a warning naming it. Before torch reads the file, the CRC-32 of
+    every member of its zip is checked; after, the digest the checkpoint records
+    (:func:`state_digest`; an old checkpoint has none, and a warning says its contents are
+    unchecked), and the network's weights must be finite."""
+    import pickle
+    import zipfile
+
+    torch = _torch()
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"checkpoint {path} does not exist")
+    _check_crc(path)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        if not zipfile.is_zipfile(path):
+            raise ValueError(f"checkpoint {path} could not be read: "
+                             f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+        if not trust:
+            raise ValueError(f"checkpoint {path} is in the old format, whose loading unpickles "
+                             "Python objects and so runs any code stored in the file; if you "
+                             "trust where it came from, load it with --trust-checkpoint (the "
+                             "next checkpoint is saved in the new format)") from None
+        _warn_once(path, f"loading checkpoint {path} with --trust-checkpoint: it is in the old "
+                         "format, and loading it runs any code stored in it")
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=False)
+        except Exception as exc:  # noqa: BLE001 - torch raises many kinds on a bad file
+            raise ValueError(f"checkpoint {path} could not be read: "
+                             f"{type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - torch raises many kinds on a bad file
+        raise ValueError(f"checkpoint {path} could not be read: "
+                         f"{type(exc).__name__}: {exc}") from None
+    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path} is not a self-play checkpoint")
+    digest = state.get("digest")
+    if digest is None:
+        _warn_once(path, f"checkpoint {path} records no digest (written before checkpoints "
+                         "did): its contents are not checked")
+    else:
+        try:
+            actual = state_digest(state)
+        except (TypeError, ValueError) as exc:  # a value JSON cannot hold
+            raise ValueError(f"{path} is not a self-play checkpoint: {exc}") from None
+        if digest != actual:
+            raise ValueError(f"checkpoint {path} is damaged or was altered: its contents do "
+                             f"not match the digest it records ({str(digest)[:19]}...)")
+    for key, kind in CHECKPOINT_FIELDS.items():
+        if not isinstance(state.get(key), kind):
+            want = " or ".join(t.__name__ for t in (kind if isinstance(kind, tuple) else (kind,)))
+            raise ValueError(f"{path} is not a self-play checkpoint: its {key!r} is "
+                             f"{type(state.get(key)).__name__}, not {want}")
+    model = state["model"]
+    for name, t in model.items():
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and \
+                not bool(torch.isfinite(t).all()):
+            raise ValueError(f"checkpoint {path}: its weight {name} holds values that are not "
+                             "finite (NaN or infinity)")
+    return state
+
+
+def config_from_dict(data: dict[str, Any]) -> SelfPlayConfig:
+    """A :class:`SelfPlayConfig` from its JSON form (:meth:`~.scaffold.RunSettings.from_dict`)."""
+    return SelfPlayConfig.from_dict(data)
+
+
+def saved_config(state: dict[str, Any], path: str | Path) -> SelfPlayConfig:
+    """The settings a checkpoint was saved with (settings added since take their defaults); a
+    ``ValueError`` for a setting this version does not have."""
+    known = {f.name for f in dataclasses.fields(SelfPlayConfig)}
+    unknown = sorted(set(state["config"]) - known)
+    if unknown:
+        raise ValueError(f"checkpoint {path} has settings this version does not know: "
+                         f"{', '.join(unknown)}")
+    return config_from_dict(state["config"])
+
+
+def resumed_config(checkpoint: str | Path, parsed: SelfPlayConfig,
+                   given: set[str] | frozenset[str] = frozenset(),
+                   trust: bool = False) -> SelfPlayConfig:
+    """The settings ``--resume checkpoint`` continues with: the checkpoint's, with those
+    ``given`` on the command line taken from ``parsed``; in the checkpoint's run folder
+    unless ``out_dir`` or ``run_name`` is given
+    (:func:`dragons_egg.experiments.common.settings.resumed_settings`). A ``ValueError`` for a bad
+    checkpoint or a setting that cannot change (:data:`FROZEN_ON_RESUME`); ``trust`` loads a
+    checkpoint of the old format (:func:`load_checkpoint`)."""
+    saved = saved_config(load_checkpoint(checkpoint, trust), checkpoint)
+    return resumed_settings(saved, parsed, given, checkpoint, FROZEN_ON_RESUME)
+
+
+def export_checkpoint(path: str | Path, dest: str | Path, command: str = "",
+                      note: str = "", trust: bool = False) -> Path:
+    """Write the policy of a self-play checkpoint as an ``dragons_egg.agents.netpolicy`` file, its
+    provenance (command, note, samples, training seconds, config, evaluations) in the file's
+    metadata and in a ``.json`` beside it. The checkpoint is read by :func:`load_checkpoint`
+    (``trust`` for one of the old format); weights that are not finite are refused."""
+    state = load_checkpoint(path, trust)
+    cfg = config_from_dict(state["config"])
+    model = build_network(cfg)
+    model.load_state_dict(state["model"])
+    prov = {"trainer": "dragons_egg.experiments.training.selfplay", "command": command,
+            "note": note,
+            "checkpoint": str(path), "samples": state["samples"],
+            "updates": state["updates"], "seconds": round(state["seconds"], 1),
+            "config": state["config"], "evaluations": json_ready(state["history"])}
+    if state.get("config_history"):
+        prov["config_history"] = state["config_history"]
+    dest = Path(dest)
+    export_policy(model, cfg, dest, prov)
+    dest.with_suffix(".json").write_text(json.dumps(prov, indent=1) + "\n")
+    return dest
+
+
+# ---------------------------------------------------------------------------------------
+# Collection.
+
+@dataclass
+class Rollout:
+    """One rollout, time-major: index ``t * B + g`` is step ``t`` of global match ``g``."""
+
+    obs: np.ndarray
+    mask: np.ndarray
+    action: np.ndarray
+    logp: np.ndarray
+    value: np.ndarray
+    learner: np.ndarray    # bool: a learner decision (trained on)
+    reward: np.ndarray     # what the deciding seat earned until its next decision
+    terminal: np.ndarray   # the match ended before the seat decided again
+    next_index: np.ndarray  # index of the seat's next decision in this rollout, else -1
+    bootstrap: np.ndarray  # value of the seat's observation at the end of the rollout
+    seat: np.ndarray       # the deciding seat
+
+
+class Collector:
+    """The engines of every table size and the per-seat bookkeeping of a rollout."""
+
+    def __init__(self, cfg: SelfPlayConfig, seed: int) -> None:
+        from dragons_egg_env.vector import VectorEngine
+
+        self.cfg = cfg
+        self.engines = []
+        self.offsets = []
+        off = 0
+        for k, n in enumerate(cfg.table_sizes):
+            eng = VectorEngine(cfg.envs_per_size, num_players=n, num_rounds=cfg.num_rounds,
+                               max_players=cfg.max_players, seed=seed * 1000 + k,
+                               record=False)
+            self.engines.append(eng)
+            self.offsets.append(off)
+            off += cfg.envs_per_size
+        self.num = off
+        self.steps = [eng.reset() for eng in self.engines]
+        self.rng = np.random.default_rng(seed)
+        #: owner[e][b, s]: 0 for the learner, k > 0 for member k-1 of the league (the
+        #: snapshots, then the league agents).
+        self.owner = [np.zeros((cfg.envs_per_size, n), np.int64) for n in cfg.table_sizes]
+        self.matches_done = 0
+
+    def draw_owners(self, e: int, rows: np.ndarray, league: int) -> None:
+        """Seats of fresh matches: each a league member (one of ``league``, uniformly) with
+        probability ``opponent_share``, but at least one learner seat per match."""
+        own = self.owner[e]
+        if not league or not self.cfg.opponent_share or not len(rows):
+            own[rows] = 0
+            return
+        n = own.shape[1]
+        pick = self.rng.random((len(rows), n)) < self.cfg.opponent_share
+        pick[np.arange(len(rows)), self.rng.integers(0, n, len(rows))] = False
+        own[rows] = np.where(pick, self.rng.integers(1, league + 1, (len(rows), n)), 0)
+
+    def collect(self, act_fn, snap_fns, value_fn) -> tuple[Rollout, dict[str, float]]:
+        """Play ``rollout_steps`` steps of every match. ``act_fn(obs, mask) -> (action, logp,
+        value)`` is the learner; ``snap_fns[k]`` the league's members."""
+        T, B = self.cfg.rollout_steps, self.num
+        size = layout(self.cfg.max_players).size
+        N = T * B
+        ro = Rollout(np.empty((N, size), np.float32), np.empty((N, NUM_ACTIONS), np.bool_),
+                     np.zeros(N, np.int64), np.zeros(N, np.float32), np.zeros(N, np.float32),
+                     np.zeros(N, np.bool_), np.zeros(N, np.float32), np.zeros(N, np.bool_),
+                     np.full(N, -1, np.int64), np.zeros(N, np.float32), np.zeros(N, np.int64))
+        pending = [np.full((eng.num_envs, eng.num_players), -1, np.int64)
+                   for eng in self.engines]
+        rounds = 0
+        for t in range(T):
+            sl = slice(t * B, (t + 1) * B)
+            obs = np.concatenate([st.obs for st in self.steps])
+            mask = np.concatenate([st.mask for st in self.steps])
+            seat = np.concatenate([st.seat for st in self.steps])
+            who = np.concatenate([own[np.arange(len(own)), st.seat]
+                                  for own, st in zip(self.owner, self.steps, strict=True)])
+            ro.obs[sl], ro.mask[sl], ro.seat[sl] = obs, mask, seat
+            learn = who == 0
+            ro.learner[sl] = learn
+            actions = np.zeros(B, np.int64)
+            a, lp, v = act_fn(obs[learn], mask[learn])
+            actions[learn] = a
+            ro.logp[sl][learn], ro.value[sl][learn] = lp, v
+            for k, fn in enumerate(snap_fns, start=1):
+                rows = who == k
+                if rows.any():
+                    actions[rows] = fn(obs[rows], mask[rows])
+            ro.action[sl] = actions
+            for e, eng in enumerate(self.engines):
+                o = self.offsets[e]
+                idx = t * B + o + np.arange(eng.num_envs)
+                rows = slice(o, o + eng.num_envs)
+                self._before(e, pending[e], idx, seat[rows], learn[rows], ro)
+                st = eng.step(actions[rows])
+                self.steps[e] = st
+                rounds += int(st.round_ended.sum())
+                self._after(e, pending[e], st, ro)
+        self._bootstrap(pending, value_fn, ro)
+        return ro, {"rounds": rounds}
+
+    @staticmethod
+    def _before(e: int, pend: np.ndarray, idx: np.ndarray, seat: np.ndarray,
+                learn: np.ndarray, ro: Rollout) -> None:
+        """The seat to act decides: its previous decision's trajectory continues here."""
+        b = np.arange(len(idx))
+        prev = pend[b, seat]
+        link = (prev >= 0) & learn
+        ro.next_index[prev[link]] = idx[link]
+        pend[b, seat] = np.where(learn, idx, -1)
+
+    def _after(self, e: int, pend: np.ndarray, st, ro: Rollout) -> None:
+        """Credit the step's rewards to every seat's pending decision; close finished
+        matches."""
+        for s in range(pend.shape[1]):
+            p = pend[:, s]
+            has = p >= 0
+            if has.any():
+                np.add.at(ro.reward, p[has], st.rewards[has, s].astype(np.float32))
+        done = np.flatnonzero(st.done)
+        if len(done):
+            p = pend[done]
+            ro.terminal[p[p >= 0]] = True
+            pend[done] = -1
+            self.matches_done += len(done)
+            self.draw_owners(e, done, self.league_size)
+
+    league_size = 0
+
+    def _bootstrap(self, pending, value_fn, ro: Rollout) -> None:
+        """Open trajectories end with the value of the seat's observation now."""
+        for e, eng in enumerate(self.engines):
+            pend = pending[e]
+            for s in range(eng.num_players):
+                p = pend[:, s]
+                has = p >= 0
+                if has.any():
+                    obs = eng.observe(np.full(eng.num_envs, s, np.int64))
+                    ro.bootstrap[p[has]] = value_fn(obs[has])
+
+
+def tribute_rows(mask: np.ndarray) -> np.ndarray:
+    """Which decisions are tribute decisions (an ask or a give-back is legal, R31..R33)."""
+    return mask[:, ASK_BASE:].any(axis=1)
+
+
+def advantages(ro: Rollout, T: int, B: int, gamma: float, lam: float,
+               tribute_lam: float | None = None) -> np.ndarray:
+    """GAE over each seat's own trajectory (its decisions in order, ``next_index``).
+    ``tribute_lam``: the lambda of tribute decisions (ask and give) where it differs from
+    ``lam`` (GAE with a per-decision lambda)."""
+    N = T * B
+    adv = np.zeros(N, np.float32)
+    lams = np.full(N, lam, np.float32)
+    if tribute_lam is not None:
+        lams[tribute_rows(ro.mask)] = tribute_lam
+    for t in range(T - 1, -1, -1):
+        sl = slice(t * B, (t + 1) * B)
+        nx = ro.next_index[sl]
+        term = ro.terminal[sl]
+        linked = nx >= 0
+        safe = np.where(linked, nx, 0)
+        next_v = np.where(term, 0.0, np.where(linked, ro.value[safe], ro.bootstrap[sl]))
+        next_adv = np.where(linked & ~term, adv[safe], 0.0)
+        delta = ro.reward[sl] + gamma * next_v - ro.value[sl]
+        adv[sl] = np.where(ro.learner[sl], delta + gamma * lams[sl] * next_adv, 0.0)
+    return adv
+
+
+# ---------------------------------------------------------------------------------------
+# The learner.
+
+class Learner:
+    """The network, its optimiser and the PPO update."""
+
+    def __init__(self, cfg: SelfPlayConfig) -> None:
+        torch = _torch()
+        torch.set_num_threads(cfg.torch_threads)
+        torch.manual_seed(cfg.seed)
+        self.torch = torch
+        self.cfg = cfg
+        self.model = build_network(cfg)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.learning_rate, eps=1e-5)
+        self.gen = torch.Generator().manual_seed(cfg.seed)
+
+    def act(self, obs: np.ndarray, mask: np.ndarray):
+        torch = self.torch
+        with torch.no_grad():
+            logits, v = self.model(torch.from_numpy(obs), torch.from_numpy(mask))
+            probs = torch.softmax(logits, -1)
+            a = torch.multinomial(probs, 1, generator=self.gen).squeeze(-1)
+            lp = torch.log_softmax(logits, -1).gather(1, a[:, None]).squeeze(-1)
+        return a.numpy(), lp.numpy(), v.numpy()
+
+    def value(self, obs: np.ndarray) -> np.ndarray:
+        torch = self.torch
+        with torch.no_grad():
+            h = self.model.trunk(torch.from_numpy(obs))
+            return self.model.v(h).squeeze(-1).numpy()
+
+    def update(self, ro: Rollout, adv: np.ndarray) -> dict[str, float]:
+        torch = self.torch
+        cfg = self.cfg
+        idx = np.flatnonzero(ro.learner)
+        ret = adv + ro.value
+        weight = np.where(tribute_rows(ro.mask), cfg.tribute_weight, 1.0).astype(np.float32)
+        t = {k: torch.from_numpy(np.ascontiguousarray(v[idx])) for k, v in (
+            ("obs", ro.obs), ("mask", ro.mask), ("act", ro.action), ("logp", ro.logp),
+            ("adv", adv), ("ret", ret), ("w", weight), ("v", ro.value))}
+        n = len(idx)
+        stats = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "clip_frac": 0.0,
+                 "approx_kl": 0.0}
+        count = 0
+        # equal minibatches of at most ``minibatch`` decisions: no tiny remainder whose
+        # advantages could not be normalised (one decision has no standard deviation)
+        parts = -(-n // cfg.minibatch)
+        for _ in range(cfg.epochs):
+            perm = torch.randperm(n, generator=self.gen)
+            for mb in torch.tensor_split(perm, parts):
+                s = self._minibatch({k: v[mb] for k, v in t.items()})
+                for k in stats:
+                    stats[k] += s[k]
+                count += 1
+        return {k: v / max(count, 1) for k, v in stats.items()}
+
+    def _minibatch(self, b: dict[str, Any]) -> dict[str, float]:
+        torch = self.torch
+        cfg = self.cfg
+        logits, v = self.model(b["obs"], b["mask"])
+        logp_all = torch.log_softmax(logits, -1)
+        logp = logp_all.gather(1, b["act"][:, None]).squeeze(-1)
+        ratio = torch.exp(logp - b["logp"])
+        adv = b["adv"]
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        w = b["w"]
+        pg = -torch.min(ratio * adv, ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range) * adv)
+        policy_loss = (pg * w).sum() / w.sum()
+        value_loss = (((v - b["ret"]) ** 2) * w).sum() / w.sum()
+        probs = logp_all.exp()
+        ent = -(probs * logp_all.masked_fill(~b["mask"], 0.0)).sum(-1)
+        entropy = (ent * w).sum() / w.sum()
+        loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
+        if not torch.isfinite(loss):
+            raise FloatingPointError(
+                f"the PPO loss is not finite (policy {policy_loss.item()}, value "
+                f"{value_loss.item()}, entropy {entropy.item()}, minibatch of {len(adv)}); the "
+                "weights were left as they were: resume from the last checkpoint")
+        self.opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+        self.opt.step()
+        with torch.no_grad():
+            kl = ((ratio - 1) - (logp - b["logp"])).mean().item()
+            clip = ((ratio - 1).abs() > cfg.clip_range).float().mean().item()
+        return {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(),
+                "entropy": entropy.item(), "clip_frac": clip, "approx_kl": kl}
+
+
+# ---------------------------------------------------------------------------------------
+# The run.
+
+class Run:
+    """A self-play run: collection, updates, league, evaluation, checkpoints.
+
+    With ``resume`` (a checkpoint) the run continues from it with ``cfg``, which the command
+    line makes from the checkpoint's settings and the ones given
+    (:func:`resumed_config`); every setting ``cfg`` changes is printed and recorded in
+    ``config_history.json``, and ``eval.csv`` holds the checkpoint's evaluations, the new
+    ones appended. ``trust_checkpoint`` (``--trust-checkpoint``) loads a checkpoint of the old
+    format, which runs code (:func:`load_checkpoint`).
+
+    A run folder holds one run: a folder with another run's files (:data:`RUN_FILES`) is a
+    ``ValueError`` naming ``--resume`` and ``--run-name``, unless ``overwrite`` removes them
+    first (:func:`~dragons_egg.experiments.common.settings.claim_run_dir`). A Ctrl-C during
+    :meth:`train` saves a checkpoint and raises
+    :class:`~dragons_egg.experiments.common.settings.RunInterrupted`."""
+
+    def __init__(self, cfg: SelfPlayConfig, resume: str | None = None,
+                 trust_checkpoint: bool = False, overwrite: bool = False) -> None:
+        cfg.validate()
+        self.cfg = cfg
+        self.dir = cfg.run_dir
+        # a new run, or a resume in the checkpoint's own run folder or in one with no run
+        claim_run_dir(self.dir, RUN_FILES, latest=latest_checkpoint, resume=resume,
+                      overwrite=overwrite)
+        (self.dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+        (self.dir / "policies").mkdir(exist_ok=True)
+        #: Ctrl-C waits for the update in progress (:meth:`iteration`).
+        self.hold = HeldInterrupts("this update")
+        self.learner = Learner(cfg)
+        self.samples = 0
+        self.updates = 0
+        self.seconds = 0.0      # wall time of collection and updates
+        self.eval_seconds = 0.0
+        self.history: list[dict[str, Any]] = []
+        self.league: list[str] = []   # snapshot policy files
+        self.marks = {"eval": 0, "checkpoint": 0, "snapshot": 0}
+        #: When the run started and each resume, with the settings it changed.
+        self.config_history: list[dict[str, Any]] = [start_entry()]
+        #: What :meth:`train` announced of the sample budget (:meth:`sample_budget`).
+        self.budget: dict[str, Any] | None = None
+        if resume:
+            self._load(Path(resume), trust_checkpoint)
+        #: ``eval.csv``, the learning curve and TensorBoard (:class:`RunOutput`).
+        self.output = RunOutput(self.dir, "samples")
+        if resume:
+            self.output.restore(self.history, self.samples)
+        write_run_config(self.dir, cfg, self.config_history)
+        self.collector = Collector(cfg, cfg.seed + self.updates)
+        self._snap_policies: list[Any] = []
+        self._agent_fns = self._league_agent_fns()
+        self._sync_league()
+        for e, own in enumerate(self.collector.owner):  # the first matches have a league too
+            self.collector.draw_owners(e, np.arange(len(own)), self.collector.league_size)
+
+    # -- checkpoints -----------------------------------------------------------------------
+    def save(self) -> Path:
+        """Write ``checkpoints/latest.pt`` (a temporary file, renamed): tensors and plain data
+        only (:func:`plain_state`, so that it loads with ``weights_only=True``), with the
+        digest of its contents (:func:`state_digest`)."""
+        torch = self.learner.torch
+        path = self.dir / "checkpoints" / "latest.pt"
+        state = plain_state({
+            "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION,
+            "config": dataclasses.asdict(self.cfg),
+            "model": dict(self.learner.model.state_dict()),
+            "optimizer": self.learner.opt.state_dict(),
+            "generator": self.learner.gen.get_state(), "samples": self.samples,
+            "updates": self.updates, "seconds": self.seconds,
+            "eval_seconds": self.eval_seconds, "history": self.history,
+            "league": self.league, "marks": self.marks,
+            "config_history": self.config_history})
+        state["digest"] = state_digest(state)
+        tmp = path.with_name(path.name + ".tmp")
+        torch.save(state, tmp)
+        tmp.replace(path)
+        return path
+
+    def _load(self, path: Path, trust: bool = False) -> None:
+        state = load_checkpoint(path, trust)
+        if tuple(state["config"]["hidden"]) != tuple(self.cfg.hidden) or \
+                state["config"]["max_players"] != self.cfg.max_players:
+            raise ValueError(f"checkpoint {path} has another network shape (hidden "
+                             f"{state['config']['hidden']}, max_players "
+                             f"{state['config']['max_players']})")
+        self.learner.model.load_state_dict(state["model"])
+        self.learner.opt.load_state_dict(state["optimizer"])
+        self.learner.gen.set_state(state["generator"])
+        for k in ("samples", "updates", "seconds", "eval_seconds", "history", "league",
+                  "marks"):
+            setattr(self, k, state[k])
+        self.league = [p for p in self.league if Path(p).is_file()]
+        # checkpoints from before the config history have none
+        self.config_history = list(state.get("config_history", []))
+        self.config_history.append(resume_entry(
+            self.samples, path, config_changes(saved_config(state, path), self.cfg)))
+
+    # -- league ------------------------------------------------------------------------------
+    def _sync_league(self) -> None:
+        from dragons_egg.agents.netpolicy import load_policy_file
+
+        self._snap_policies = [load_policy_file(p) for p in self.league]
+        self.collector.league_size = len(self.league) + len(self._agent_fns)
+
+    def _snapshot_fns(self):
+        """The league's members: the snapshots (greedy), then the league agents."""
+        fns = []
+        for pol in self._snap_policies:
+            def fn(obs, mask, pol=pol):
+                return np.argmax(pol.logits(obs, mask), axis=-1)
+            fns.append(fn)
+        return fns + self._agent_fns
+
+    def _league_agent_fns(self) -> list[Any]:
+        return [league_agent(spec, self.cfg.seed * 1000 + k, self.cfg).act_batch
+                for k, spec in enumerate(self.cfg.league_agents)]
+
+    def _add_snapshot(self) -> None:
+        path = self.dir / "policies" / f"snapshot_{self.samples}.npz"
+        export_policy(self.learner.model, self.cfg, path, self._provenance())
+        self.league.append(str(path))
+        self.league = self.league[-self.cfg.max_snapshots:]
+        self._sync_league()
+
+    def _provenance(self) -> dict[str, Any]:
+        return {"trainer": "dragons_egg.experiments.training.selfplay", "samples": self.samples,
+                "updates": self.updates, "seconds": round(self.seconds, 1),
+                "config": dataclasses.asdict(self.cfg)}
+
+    # -- the loop ------------------------------------------------------------------------
+    def sample_budget(self) -> dict[str, Any]:
+        """How far past ``total_samples`` the run will go from here: it updates after whole
+        rollouts of ``rollout_steps`` steps of every match, all of them learner decisions
+        without a league (``opponent_share`` 0), so it trains a whole number of rollouts.
+        With a league a rollout holds fewer learner decisions, a number drawn with its seats,
+        and ``will_train`` and ``overshoot`` are ``None``."""
+        cfg = self.cfg
+        per = cfg.rollout_steps * cfg.envs_per_size * len(cfg.table_sizes)
+        left = max(cfg.total_samples - self.samples, 0)
+        out: dict[str, Any] = {"asked": cfg.total_samples, "rollout_samples": per,
+                               "will_train": None, "overshoot": None}
+        if not cfg.opponent_share:
+            will = self.samples + -(-left // per) * per
+            out.update(will_train=will, overshoot=max(will - cfg.total_samples, 0))
+        return out
+
+    def announce_budget(self) -> dict[str, Any]:
+        """Print one line when the run will train past ``total_samples`` (not a multiple of
+        the rollout size), saying by how much; returns :meth:`sample_budget`."""
+        b = self.sample_budget()
+        if self.samples >= self.cfg.total_samples:
+            return b
+        per = f"{b['rollout_samples']:,}"
+        if b["will_train"] is None:
+            print(f"total_samples {b['asked']:,}: with a league, a rollout holds up to {per} "
+                  f"learner samples, so the run may train up to {b['rollout_samples'] - 1:,} "
+                  "past it (summary.json records the overshoot)", file=sys.stderr, flush=True)
+        elif b["overshoot"]:
+            print(f"total_samples {b['asked']:,} is not a multiple of the rollout size {per} "
+                  f"(rollout_steps x envs_per_size x table sizes): asked {b['asked']:,}, will "
+                  f"train {b['will_train']:,}, overshoot {b['overshoot']:,}", file=sys.stderr,
+                  flush=True)
+        return b
+
+    def train(self) -> Path:
+        """Train to the end of the run's budget; returns ``final.npz``. A Ctrl-C saves a
+        checkpoint (after the update in progress, :attr:`hold`) and raises
+        :class:`~dragons_egg.experiments.common.settings.RunInterrupted`, which says where."""
+        cfg = self.cfg
+        self.budget = self.announce_budget()
+        bar = _progress(cfg, self.samples)
+        try:
+            self.periodic()  # what a Ctrl-C left undone at the checkpoint's samples
+            while self.samples < cfg.total_samples and not self.out_of_time():
+                stats = self.iteration()
+                if bar is not None:
+                    bar.update(stats["samples"])
+                    post = {"sps": f"{self.samples / max(self.seconds, 1e-9):,.0f}"}
+                    if cfg.max_seconds:
+                        post["train_s"] = f"{self.seconds:,.0f}/{cfg.max_seconds:,.0f}"
+                    bar.set_postfix(post)
+                self.periodic()
+            if bar is not None:
+                bar.close()
+                bar = None
+            return self.finish()
+        except KeyboardInterrupt:
+            if bar is not None:
+                bar.close()
+            if self.hold.torn:  # a second Ctrl-C cut an update: nothing whole to save
+                raise RunInterrupted(None, self.samples, "samples",
+                                     latest_checkpoint(self.dir)) from None
+            raise RunInterrupted(self.save(), self.samples, "samples") from None
+
+    def out_of_time(self) -> bool:
+        """Whether another update would take the run past its ``max_seconds`` of training,
+        at the run's mean pace so far (so that the budget is a limit, not a point to pass)."""
+        if not self.cfg.max_seconds:
+            return False
+        pace = self.seconds / self.updates if self.updates else 0.0
+        return self.seconds + pace > self.cfg.max_seconds
+
+    def progress_fraction(self) -> float:
+        """How far the run is, 0..1: the larger of its sample and time budgets used."""
+        frac = self.samples / self.cfg.total_samples
+        if self.cfg.max_seconds:
+            frac = max(frac, self.seconds / self.cfg.max_seconds)
+        return min(frac, 1.0)
+
+    def iteration(self) -> dict[str, float]:
+        """One rollout and one update; returns their figures."""
+        cfg = self.cfg
+        lr = cfg.learning_rate
+        if cfg.lr_schedule == "linear":
+            lr *= max(1.0 - self.progress_fraction(), 0.02)
+        for group in self.learner.opt.param_groups:
+            group["lr"] = lr
+        t0 = time.perf_counter()
+        ro, info = self.collector.collect(self.learner.act, self._snapshot_fns(),
+                                          self.learner.value)
+        t1 = time.perf_counter()
+        with self.hold:  # a Ctrl-C waits for the update and its counts: the state stays whole
+            adv = advantages(ro, cfg.rollout_steps, self.collector.num, cfg.gamma,
+                             cfg.gae_lambda, cfg.tribute_lambda)
+            stats = self.learner.update(ro, adv)
+            t2 = time.perf_counter()
+            n = int(ro.learner.sum())
+            self.samples += n
+            self.updates += 1
+            self.seconds += t2 - t0
+        stats.update(samples=n, learning_rate=lr, collect_s=t1 - t0, update_s=t2 - t1,
+                     samples_per_s=n / (t2 - t0), rounds=info["rounds"])
+        self.output.scalars("train", stats, self.samples)
+        return stats
+
+    def periodic(self) -> None:
+        """Take the league snapshot, evaluation and checkpoint that are due by the samples
+        so far (each every its own number of samples; 0: never). A snapshot's and an
+        evaluation's mark moves once it is done, so that one a Ctrl-C cut is still due when
+        the run resumes at the same samples (and one that was done is not done twice)."""
+        cfg = self.cfg
+        m = self.marks
+        if cfg.snapshot_every and self.samples - m["snapshot"] >= cfg.snapshot_every:
+            if not any(Path(p).name == f"snapshot_{self.samples}.npz" for p in self.league):
+                self._add_snapshot()
+            m["snapshot"] = self.samples
+        if cfg.eval_every and self.samples - m["eval"] >= cfg.eval_every:
+            if not self.history or self.history[-1]["samples"] != self.samples:
+                self.run_eval()
+            m["eval"] = self.samples
+        if cfg.checkpoint_every and self.samples - m["checkpoint"] >= cfg.checkpoint_every:
+            m["checkpoint"] = self.samples
+            self.save()
+
+    def run_eval(self) -> dict[str, Any]:
+        cfg = self.cfg
+        t0 = time.perf_counter()
+        path = export_policy(self.learner.model, cfg,
+                             self.dir / "policies" / f"policy_{self.samples}.npz",
+                             self._provenance())
+        row = {"samples": self.samples, "seconds": round(self.seconds, 1)}
+        if cfg.eval_opponents:
+            row.update(evaluate_agent(
+                f"net:path={path}", cfg.eval_opponents, players=cfg.eval_players,
+                matches=cfg.eval_matches, seed=cfg.seed + 7919 * len(self.history),
+                num_rounds=cfg.num_rounds, workers=cfg.eval_workers))
+        self.eval_seconds += time.perf_counter() - t0
+        self.history.append(row)
+        self.output.add_eval(row)
+        line = (f"eval at {self.samples:,} samples ({self.seconds:,.0f} s): "
+                + ", ".join(f"{k} {v:+.3f}" for k, v in row.items() if k.startswith("diff_")
+                            and not k.endswith(("_low", "_high"))))
+        # one write, line and newline together: print() writes them apart, and a Ctrl-C
+        # between the two would glue the interruption's line onto this one
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+        return row
+
+    def finish(self) -> Path:
+        """The final evaluation, checkpoint and exported policy (``final.npz``)."""
+        if not self.history or self.history[-1]["samples"] != self.samples:
+            self.run_eval()
+        self.save()
+        final = export_policy(self.learner.model, self.cfg, self.dir / "final.npz",
+                              self._provenance())
+        budget = {**(self.budget or self.sample_budget()), "trained": self.samples,
+                  "overshoot": max(self.samples - self.cfg.total_samples, 0)}
+        (self.dir / "summary.json").write_text(json.dumps(json_ready({
+            "samples": self.samples, "updates": self.updates, "seconds": self.seconds,
+            "samples_per_s": self.samples / max(self.seconds, 1e-9),
+            "eval_seconds": self.eval_seconds, "budget": budget,
+            "history": self.history}), indent=1))
+        return final
+
+
+def _progress(cfg: SelfPlayConfig, start: int):
+    if not cfg.progress:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=cfg.total_samples, initial=start, unit="sample", unit_scale=True,
+                desc="self-play", file=sys.stderr)
+
+
+# ---------------------------------------------------------------------------------------
+# Command line.
+
+RESUME_HELP = ("continue the run of this checkpoint (checkpoints/latest.pt) in its own run "
+               "folder with its saved settings; settings given here (flags, or those a "
+               "--config file names) override single ones, each change printed and recorded "
+               "in config_history.json; hidden and max_players cannot change; a checkpoint "
+               "of the old format (pickled objects) loads only with --trust-checkpoint")
+
+
+def _resumed(checkpoint: str, parsed: SelfPlayConfig, given: frozenset[str],
+             trust: bool) -> SelfPlayConfig:
+    try:
+        return resumed_config(checkpoint, parsed, given, trust)
+    except ValueError as exc:
+        raise ValueError(f"--resume: {exc}") from None
+
+
+def parse_args(argv: list[str] | None = None, prog: str | None = None) -> TrainerCommand:
+    """The settings and what to do with the run folder (:func:`~.scaffold.trainer_command`):
+    from ``--config FILE|NAME`` and flags; with ``--resume CHECKPOINT``, the checkpoint's
+    settings with those given explicitly (:func:`resumed_config`; ``--trust-checkpoint`` for a
+    checkpoint of the old format). Bad input is a one-line error and exit status 2."""
+    return trainer_command(SelfPlayConfig, argv, "Batched self-play PPO on the compiled engine.",
+                           prog=prog, resume_help=RESUME_HELP, resume_metavar="CHECKPOINT.pt",
+                           trust_help=TRUST_HELP, resumed=_resumed)
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """The command line (``dragons-egg train``, or this module run with ``python -m``);
+    ``prog`` is the command named in help, errors and the line that says how to resume."""
+    from dragons_egg_env.extras import require_cli  # before parsing: tyro parses, torch trains
+
+    prog = prog or module_prog(SelfPlayConfig) or "python -m " + __name__
+    require_cli(prog, "train")
+    cmd = parse_args(argv, prog)
+    try:
+        run = Run(cmd.cfg, cmd.resume, trust_checkpoint=cmd.trust, overwrite=cmd.overwrite)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as exc:
+        return interrupted_exit(exc, prog)
+    try:
+        final = run.train()
+    except KeyboardInterrupt as exc:  # Run.train saved a checkpoint (RunInterrupted)
+        return interrupted_exit(exc, prog)
+    print(f"wrote {final} ({run.samples:,} samples in {run.seconds:,.0f} s: "
+          f"{run.samples / max(run.seconds, 1e-9):,.0f} samples/s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+__all__ = ["SelfPlayConfig", "Run", "Collector", "Learner", "advantages", "export_policy",
+           "load_checkpoint", "export_checkpoint", "config_from_dict",
+           "saved_config", "resumed_config",
+           "FROZEN_ON_RESUME", "build_network", "main"]

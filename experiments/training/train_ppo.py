@@ -1,0 +1,632 @@
+"""Train a Dragon's Egg agent with MaskablePPO (sb3-contrib) and self-play.
+
+One learner holds one seat of :class:`dragons_egg_env.wrappers.SingleAgentEnv`; the other
+seats draw opponents from a pool that starts with baseline agents and gains a frozen snapshot of
+the learner every ``snapshot_every`` steps (the newest ``max_snapshots`` stay; the baselines
+always stay, so the policy cannot collapse onto itself). Matches have ``num_rounds`` rounds, so
+the learner makes tribute choices whenever it won the previous round.
+
+Every ``eval_every`` steps the current policy plays a duplicate-deal tournament
+(:mod:`dragons_egg.experiments.evaluation.tournament`) against fixed opponents; the mean match
+score, its
+difference to each opponent with a 95% interval, and the Dragon and Egg rates go to TensorBoard, to
+the run's ``progress.csv`` and to ``eval.csv``; ``learning_curve.png`` is drawn at the end.
+
+The whole configuration is :class:`TrainConfig`; every field is a command-line flag and may
+come from a JSON or TOML file (``--config FILE``) or from a training config packaged with
+``dragons_egg.experiments`` by its name (``--config shipped``: the agent shipped with 0.1.0
+and 0.2.0); the resolved config is saved as ``config.json`` in the run folder
+``<out_dir>/<run_name>`` (default name ``ppo-seed<seed>``). Checkpoints
+(``checkpoints/step_<n>.zip`` with a ``.json`` of the pool, evaluation history and config) are
+written every ``checkpoint_every`` steps and at the end (``final.zip``).
+
+``--resume CHECKPOINT`` continues the run of a checkpoint in its own run folder, with the
+settings saved beside it; settings given on the command line (flags, or those a ``--config``
+file names) override single ones, each change printed and recorded in the run's
+``config_history.json``. Those MaskablePPO keeps in the checkpoint (:data:`FROZEN_ON_RESUME`:
+the network, the PPO hyperparameters) and the largest table size (the observation size)
+cannot change. ``eval.csv`` holds the checkpoint's evaluations and continues them. An SB3
+checkpoint runs code when it is loaded (SB3 unpickles its ``data`` entry), so ``--resume`` needs
+``--trust-checkpoint`` (:func:`check_resume`), for a checkpoint whose source you trust; that
+trust extends to the snapshots its pool names. Snapshots and evaluation copies the run writes
+itself are played as ``ppo:path=FILE.zip,trust=1``.
+
+SB3 trains whole rollouts of ``n_steps x n_envs`` steps, so the run says at the start when it
+will go past ``total_timesteps``, and by how much. An evaluation interval from fewer deal
+sequences than the tournament's minimum
+(:data:`~dragons_egg.experiments.evaluation.tournament.MIN_SEQUENCES`) is left out (NaN; an empty
+cell in
+``eval.csv``). Torch runs on
+``torch_threads`` threads (default 1: on 2 cores more threads made updates ~10x slower while
+another process was busy). The same seed gives the same run as far as torch allows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from dragons_egg.experiments.common.runs import (
+    HeldInterrupts,
+    RunInterrupted,
+    RunOutput,
+    claim_run_dir,
+    config_changes,
+    interrupted_exit,
+    json_ready,
+    resume_entry,
+    resumed_settings,
+    start_entry,
+    write_run_config,
+)
+from dragons_egg.experiments.common.settings import (
+    check_range,
+    module_prog,
+    require,
+)
+from dragons_egg.experiments.evaluation.versus import evaluate_agent, format_estimate
+from dragons_egg.experiments.training.scaffold import RunSettings, TrainerCommand, trainer_command
+from dragons_egg_env.extras import require_cli
+
+DEFAULT_OPPONENTS = ("heuristic", "greedy", "random")
+#: Settings a resumed run cannot change, with the reason (and the largest of ``table_sizes``,
+#: which sizes the observations).
+FROZEN_ON_RESUME = {name: "MaskablePPO keeps it in the checkpoint" for name in (
+    "net_arch", "learning_rate", "n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda",
+    "clip_range", "ent_coef")}
+
+
+@dataclass
+class TrainConfig(RunSettings):
+    """Every setting of a training run (each is a ``--flag`` of the same name); those every
+    trainer has are :class:`~.scaffold.RunSettings`'."""
+
+    RUN_PREFIX: ClassVar[str] = "ppo"
+
+    #: Environment steps (learner decisions) to train for, in total.
+    total_timesteps: int = 150_000
+    #: Table sizes drawn per episode; observations are padded to the largest.
+    table_sizes: tuple[int, ...] = (4,)
+    num_rounds: int = 3
+    #: Rule flags other than num_players / num_rounds (a JSON object on the command line).
+    rules: dict[str, Any] = field(default_factory=dict)
+    #: Baseline opponents, kept in the pool for the whole run.
+    opponents: tuple[str, ...] = DEFAULT_OPPONENTS
+    #: Add a frozen snapshot of the learner to the pool every this many steps (0: never).
+    snapshot_every: int = 50_000
+    max_snapshots: int = 5
+    #: Pool weight of each snapshot (each baseline weighs 1).
+    snapshot_weight: float = 1.0
+    n_envs: int = 2
+    #: "dummy" (one process) or "subproc" (one process per env).
+    vec_env: str = "dummy"
+    learning_rate: float = 3e-4
+    n_steps: int = 1024
+    batch_size: int = 256
+    n_epochs: int = 5
+    gamma: float = 0.995
+    gae_lambda: float = 0.95
+    clip_range: float = 0.2
+    ent_coef: float = 0.01
+    net_arch: tuple[int, ...] = (256, 256)
+    #: Evaluate every this many steps (0: only at the end).
+    eval_every: int = 50_000
+    #: Matches per evaluation (rounded up to whole rotations of the table).
+    eval_matches: int = 40
+    #: Save a checkpoint every this many steps (0: only at the end).
+    checkpoint_every: int = 50_000
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first bad setting: its type (the field's
+        annotation: :func:`~dragons_egg.experiments.common.settings.check_fields`), then its
+        range."""
+        from dragons_egg.agents import parse_spec
+        from dragons_egg_env.config import RulesConfig
+
+        self.validate_run()
+        for name in ("learning_rate", "clip_range"):
+            check_range(getattr(self, name) > 0, name, getattr(self, name), "> 0")
+        for name in ("ent_coef", "snapshot_weight"):
+            check_range(getattr(self, name) >= 0, name, getattr(self, name), ">= 0")
+        require(bool(self.eval_opponents), "eval_opponents must name at least one agent")
+        check_range(self.total_timesteps >= 1, "total_timesteps", self.total_timesteps, ">= 1")
+        require(bool(self.table_sizes), "table_sizes must not be empty")
+        for n in self.table_sizes:
+            RulesConfig.from_kwargs({**self.rules, "num_players": n,
+                                     "num_rounds": self.num_rounds})
+        require(bool(self.opponents), "opponents must name at least one agent")
+        for spec in self.opponents:
+            parse_spec(spec)
+        check_range(self.n_envs >= 1, "n_envs", self.n_envs, ">= 1")
+        require(self.vec_env in ("dummy", "subproc"), f"vec_env must be dummy or subproc, got "
+                                                      f"{self.vec_env!r}")
+        for name in ("n_steps", "batch_size"):
+            check_range(getattr(self, name) >= 2, name, getattr(self, name), ">= 2")
+        check_range(self.n_epochs >= 1, "n_epochs", self.n_epochs, ">= 1")
+        check_range(0 < self.gamma <= 1, "gamma", self.gamma, "in (0, 1]")
+        check_range(0 <= self.gae_lambda <= 1, "gae_lambda", self.gae_lambda, "in [0, 1]")
+        check_range(bool(self.net_arch) and all(w > 0 for w in self.net_arch), "net_arch",
+                    self.net_arch, "positive layer sizes")
+        for name in ("snapshot_every", "max_snapshots"):
+            check_range(getattr(self, name) >= 0, name, getattr(self, name), ">= 0")
+
+    @property
+    def max_players(self) -> int:
+        return max(self.table_sizes)
+
+
+# ---------------------------------------------------------------------------------------
+# Configuration from files and the command line.
+
+RESUME_HELP = ("continue the run of this checkpoint (checkpoints/step_N.zip) in its own run "
+               "folder with its saved settings; settings given here (flags, or those a "
+               "--config file names) override single ones, each change printed and recorded "
+               "in config_history.json; the network, the PPO hyperparameters and the largest "
+               "table size cannot change; needs --trust-checkpoint")
+TRUST_HELP = ("load the --resume checkpoint (and the snapshots its pool names): an SB3 "
+              "checkpoint runs code stored in it when it is loaded (pickle), so give this only "
+              "for a checkpoint from a source you trust, such as your own run")
+
+
+def _resumed(checkpoint: str, parsed: TrainConfig, given: frozenset[str],
+             trust: bool) -> TrainConfig:
+    return resumed_config(checkpoint, {k: getattr(parsed, k) for k in given}, trust)
+
+
+def parse_args(argv: Sequence[str] | None = None, prog: str | None = None) -> TrainerCommand:
+    """The settings of the command line and what to do with the run folder (tyro, as every
+    trainer's: :func:`~.scaffold.trainer_command`): ``--config FILE|NAME`` (JSON or TOML, or a
+    packaged config), then the flags; with ``--resume``, the checkpoint's settings with those
+    given (:func:`resumed_config`). Bad input is a one-line error and exit status 2."""
+    return trainer_command(TrainConfig, argv,
+                           "Train a Dragon's Egg agent with MaskablePPO and self-play.",
+                           prog=prog, resume_help=RESUME_HELP, resume_metavar="CHECKPOINT.zip",
+                           trust_help=TRUST_HELP, resumed=_resumed)
+
+
+def saved_config(meta: dict[str, Any], path: str | Path) -> TrainConfig:
+    """The settings recorded beside a checkpoint (its ``.json``); a ``ValueError`` when there
+    are none or some this version does not have."""
+    data = meta.get("config")
+    if not isinstance(data, dict):
+        raise ValueError(f"checkpoint {path} has no settings in its .json")
+    unknown = sorted(set(data) - {f.name for f in dataclasses.fields(TrainConfig)})
+    if unknown:
+        raise ValueError(f"checkpoint {path} has settings this version does not know: "
+                         f"{', '.join(unknown)}")
+    return TrainConfig.from_dict(data)
+
+
+def check_resume(resume: str | Path, trust: bool = False) -> Path:
+    """The checkpoint ``--resume`` names, checked before SB3 reads it: it exists and is an SB3
+    ``.zip``, and ``trust`` (``--trust-checkpoint``) is given, since loading it runs code
+    stored in it (only the SB3 checkpoint shipped in the package, known by its sha256, needs
+    none: :func:`dragons_egg.agents.ppo.check_trust`). A one-line ``ValueError`` otherwise."""
+    from dragons_egg.agents.ppo import CheckpointError, check_trust, checkpoint_format
+
+    rp = Path(resume)
+    if not rp.is_file():
+        raise ValueError(f"--resume: checkpoint {resume} does not exist")
+    try:
+        if checkpoint_format(rp) != "sb3":
+            raise ValueError(f"--resume: {rp} is a policy file (.npz), not a checkpoint of "
+                             "this trainer (checkpoints/step_N.zip)")
+        check_trust(rp, trust, how="--trust-checkpoint")
+    except CheckpointError as exc:
+        raise ValueError(f"--resume: {exc}") from None
+    return rp
+
+
+def resumed_config(resume: str | Path, values: dict[str, Any],
+                   trust: bool = False) -> TrainConfig:
+    """The settings ``--resume`` continues with: the checkpoint's, with the ``values`` given
+    on the command line; in the checkpoint's run folder unless ``out_dir`` or ``run_name`` is
+    given. A ``ValueError`` for a missing, untrusted (:func:`check_resume`) or corrupt
+    checkpoint, or a setting that cannot change (:data:`FROZEN_ON_RESUME`, the largest table
+    size)."""
+    from dragons_egg.agents.ppo import CheckpointError, load_policy
+
+    rp = check_resume(resume, trust)
+    try:
+        load_policy(rp, trust=trust)  # clear errors for a corrupt file
+    except CheckpointError as exc:
+        raise ValueError(str(exc)) from None
+    saved = saved_config(_checkpoint_meta(rp), rp)
+    parsed = dataclasses.replace(saved, **values)
+    if max(parsed.table_sizes) != max(saved.table_sizes):
+        raise ValueError(f"--table-sizes cannot change the largest table size on resume (the "
+                         f"checkpoint's observations are padded to {saved.max_players} seats): "
+                         f"the checkpoint has {saved.table_sizes}")
+    return resumed_settings(saved, parsed, set(values), rp, FROZEN_ON_RESUME)
+
+
+# ---------------------------------------------------------------------------------------
+# Training.
+
+def make_env_fn(cfg: TrainConfig, rank: int) -> Callable[[], Any]:
+    """A factory of one training env (``rank``: its index in the VecEnv): the learner's seat of
+    :class:`dragons_egg_env.wrappers.SingleAgentEnv`, in SB3's ``Monitor``."""
+    def make() -> Any:
+        from stable_baselines3.common.monitor import Monitor
+
+        from dragons_egg.agents import AgentSpec
+        from dragons_egg_env.wrappers import SingleAgentEnv
+
+        if cfg.vec_env == "subproc":
+            import signal
+
+            # in the env's own process: Ctrl-C is for the trainer, which saves a checkpoint
+            # and then closes the envs
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+        env = SingleAgentEnv(opponents=[AgentSpec(s) for s in cfg.opponents],
+                             table_sizes=cfg.table_sizes,
+                             num_rounds=cfg.num_rounds, max_players=cfg.max_players,
+                             **cfg.rules)
+        return Monitor(env)
+    return make
+
+
+def _pool(cfg: TrainConfig, snapshots: Sequence[str]) -> tuple[list[Any], list[float]]:
+    """The opponent pool (agent factories) and its weights: the configured opponents, then
+    the self-play snapshots."""
+    from dragons_egg.agents import AgentSpec
+
+    # the run's own snapshots, or those of a checkpoint resumed with --trust-checkpoint
+    specs = list(cfg.opponents) + [f"ppo:path={p},trust=1" for p in snapshots]
+    weights = [1.0] * len(cfg.opponents) + [cfg.snapshot_weight] * len(snapshots)
+    return [AgentSpec(s) for s in specs], weights
+
+
+def evaluate(model_path: Path, cfg: TrainConfig, seed: int) -> dict[str, Any]:
+    """The policy at ``model_path`` against ``eval_opponents`` at the largest table size
+    (:func:`~dragons_egg.experiments.evaluation.versus.evaluate_agent`, as every trainer)."""
+    me = f"ppo:path={model_path},trust=1"  # the copy this run just saved
+    return evaluate_agent(me, cfg.eval_opponents, players=cfg.max_players,
+                          matches=cfg.eval_matches, seed=seed, num_rounds=cfg.num_rounds,
+                          rules=cfg.rules, workers=cfg.eval_workers)
+
+
+def _checkpoint_meta(path: Path) -> dict[str, Any]:
+    meta = path.with_suffix(".json")
+    if not meta.is_file():
+        raise ValueError(f"checkpoint {path} has no {meta.name} beside it (pool and history)")
+    try:
+        return json.loads(meta.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"checkpoint metadata {meta} is corrupt: {exc}") from None
+
+
+class SelfPlayCallback:
+    """The periodic work of a training run, as a stable-baselines3 callback: every
+    ``snapshot_every`` steps a frozen snapshot of the learner joins the opponent pool (the newest
+    ``max_snapshots`` stay), every ``eval_every`` steps an evaluation, every
+    ``checkpoint_every`` steps a checkpoint.
+
+    Its state is held here: the pool's ``snapshots`` (paths), the evaluation ``history``, the
+    next step ``marks`` of each task and the ``start`` time. :meth:`create` makes one that
+    ``model.learn`` accepts (SB3's ``BaseCallback`` is mixed in there, so that importing this
+    module needs neither SB3 nor torch); :meth:`run_eval` and :meth:`save_checkpoint` also
+    serve after training.
+    """
+
+    def __init__(self, cfg: TrainConfig, model: Any, snapshots: list[str],
+                 history: list[dict[str, Any]]) -> None:
+        super().__init__()  # BaseCallback's, where create() mixed it in
+        self.cfg = cfg
+        self.run_dir = cfg.run_dir
+        self.model = model  # init_callback sets the same model again
+        self.snapshots = snapshots
+        self.history = history
+        #: When the run started and each resume, with the settings it changed.
+        self.config_history: list[dict[str, Any]] = []
+        #: What :func:`announce_budget` said of the run's timesteps.
+        self.budget: dict[str, Any] | None = None
+        now = model.num_timesteps
+        # the evaluation after the history's last, the snapshot after the pool's newest: one a
+        # Ctrl-C cut is due again at once
+        last_eval = history[-1]["timesteps"] if history else 0
+        last_snap = max((int(m[1]) for s in snapshots
+                         if (m := re.search(r"snap_(\d+)\.zip$", str(s)))), default=0)
+        self.marks = {"snap": _next(last_snap, cfg.snapshot_every),
+                      "eval": _next(last_eval, cfg.eval_every),
+                      "ckpt": _next(now, cfg.checkpoint_every)}
+        self.start = time.time()
+        #: The timesteps of the last finished update: what the weights have learned from.
+        self.boundary = now
+        #: Ctrl-C waits for the update in progress (from the end of a rollout to the start
+        #: of the next, or to the end of training).
+        self.hold = HeldInterrupts("this update")
+        #: ``eval.csv``, the learning curve and the evaluations' scalars, which go to SB3's
+        #: logger (its TensorBoard files and ``progress.csv``).
+        self.output = RunOutput(self.run_dir, "timesteps",
+                                scalar=lambda tag, value, step: model.logger.record(tag, value))
+
+    @classmethod
+    def create(cls, cfg: TrainConfig, model: Any, snapshots: list[str],
+               history: list[dict[str, Any]]) -> SelfPlayCallback:
+        """An instance that is also an SB3 ``BaseCallback`` (imports SB3)."""
+        return _with_base_callback(cls)(cfg, model, snapshots, history)
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self.hold.start()  # SB3 updates the weights next
+
+    def _on_rollout_start(self) -> None:
+        # between two updates: the weights have learned from every step counted so far
+        self.boundary = self.model.num_timesteps
+        self.hold.stop()  # a Ctrl-C held during the update is raised here
+        self.periodic()
+
+    def _on_training_end(self) -> None:
+        self.boundary = self.model.num_timesteps
+        self.hold.stop()
+
+    def periodic(self) -> None:
+        """The snapshot, evaluation and checkpoint due by now, each after the update that
+        reached its mark (at the start of a rollout, never in the middle of one: what they
+        save or measure has learned from every step counted)."""
+        t = self.model.num_timesteps
+        cfg = self.cfg
+        if self.marks["snap"] and t >= self.marks["snap"]:
+            self.add_snapshot(t)
+            self.marks["snap"] = _next(t, cfg.snapshot_every)
+        if self.marks["eval"] and t >= self.marks["eval"]:
+            self.run_eval()
+            self.marks["eval"] = _next(t, cfg.eval_every)
+        if self.marks["ckpt"] and t >= self.marks["ckpt"]:
+            self.marks["ckpt"] = _next(t, cfg.checkpoint_every)
+            self.save_checkpoint(f"step_{t}")
+
+    def interrupted(self) -> RunInterrupted:
+        """After a Ctrl-C: the checkpoint ``step_<t>`` of the last finished update (the steps
+        of an unfinished rollout are dropped, as if never taken; they are taken again on
+        resume), to raise. Nothing is saved when a second Ctrl-C cut an update."""
+        self.hold.release()
+        if self.hold.torn:
+            return RunInterrupted(None, self.boundary, "timesteps",
+                                  latest_checkpoint(self.run_dir))
+        self.model.num_timesteps = self.boundary
+        return RunInterrupted(self.save_checkpoint(f"step_{self.boundary}"), self.boundary,
+                              "timesteps")
+
+    def add_snapshot(self, t: int) -> None:
+        """Save the learner as ``snapshots/snap_<t>.zip``, keep the newest ``max_snapshots``
+        of them in the pool and hand the pool to the training envs."""
+        path = self.run_dir / "snapshots" / f"snap_{t}.zip"
+        self.model.save(str(path))
+        self.snapshots.append(str(path))
+        excess = len(self.snapshots) - self.cfg.max_snapshots
+        if excess > 0:
+            del self.snapshots[:excess]
+        # training_env: BaseCallback's, the VecEnv that model.learn steps
+        self.training_env.env_method("set_pool", *_pool(self.cfg, self.snapshots))
+
+    def save_checkpoint(self, name: str) -> Path:
+        """``checkpoints/<name>.zip`` and a ``.json`` beside it with the step count, the pool's
+        snapshots, the evaluation history and the config; returns the ``.zip`` path."""
+        path = self.run_dir / "checkpoints" / f"{name}.zip"
+        self.model.save(str(path))
+        t = self.model.num_timesteps
+        budget = None if self.budget is None else {
+            **self.budget, "trained": t, "overshoot": max(t - self.cfg.total_timesteps, 0)}
+        path.with_suffix(".json").write_text(json.dumps(json_ready(
+            {"num_timesteps": t, "snapshots": self.snapshots, "history": self.history,
+             "config": dataclasses.asdict(self.cfg), "config_history": self.config_history,
+             "budget": budget}), indent=1))
+        return path
+
+    def run_eval(self) -> None:
+        """Evaluate the current policy (:func:`evaluate`); the figures go to the history, the
+        SB3 logger (``eval/...``), ``eval.csv`` and stderr."""
+        model = self.model
+        path = self.run_dir / "snapshots" / "eval_current.zip"
+        model.save(str(path))
+        res = {"timesteps": model.num_timesteps, "seconds": round(time.time() - self.start, 1),
+               **evaluate(path, self.cfg, seed=self.cfg.seed + 7919)}
+        self.history.append(res)
+        self.output.add_eval(res)
+        model.logger.dump(model.num_timesteps)
+        sys.stderr.write(f"[eval @ {model.num_timesteps} steps] mean match score "
+                         f"{format_estimate(res, 'mean_score')}  Dragon "
+                         f"{res['dragon_rate']:.2f}  Egg {res['egg_rate']:.2f}\n")
+        sys.stderr.flush()
+
+
+@functools.cache
+def _with_base_callback(cls: type) -> type:
+    """``cls`` with SB3's ``BaseCallback`` mixed in (made once per class)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    return type(cls.__name__, (cls, BaseCallback), {"__module__": cls.__module__,
+                                                   "__doc__": cls.__doc__})
+
+
+def _prepare_run_dir(cfg: TrainConfig) -> Path:
+    """The run folder with its ``checkpoints`` and ``snapshots`` (``config.json`` is written
+    by :func:`dragons_egg.experiments.common.settings.write_run_config`)."""
+    run = cfg.run_dir
+    (run / "checkpoints").mkdir(parents=True, exist_ok=True)
+    (run / "snapshots").mkdir(exist_ok=True)
+    return run
+
+
+#: What the commands this trainer prints to resume a run of its own add after ``--resume
+#: CHECKPOINT`` (an SB3 checkpoint loads only when trusted: the run's own is).
+RESUME_FLAGS = " --trust-checkpoint"
+#: What a run writes in its folder (globs): one of them there means the folder holds a run,
+#: and ``--overwrite`` removes exactly these.
+RUN_FILES = ("config.json", "config_history.json", "checkpoints", "snapshots", "eval.csv",
+             "eval-before-resume-*.csv", "progress.csv", "learning_curve.png",
+             "events.out.tfevents.*")
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The checkpoint of ``run_dir`` with the most timesteps (``checkpoints/step_N.zip`` or
+    ``final.zip``, as its ``.json`` records them; the newer file on a tie), if any."""
+    found = []
+    for path in (run_dir / "checkpoints").glob("*.zip"):
+        try:
+            steps = json.loads(path.with_suffix(".json").read_text())["num_timesteps"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # no metadata: not a checkpoint --resume takes
+        found.append((steps, path.stat().st_mtime, path))
+    return max(found)[2] if found else None
+
+
+def sample_budget(cfg: TrainConfig, now: int) -> dict[str, Any]:
+    """How far the run will go from ``now`` timesteps: SB3 collects whole rollouts of
+    ``n_steps x n_envs`` steps until it reaches ``total_timesteps``."""
+    per = cfg.n_steps * cfg.n_envs
+    will = now + -(-max(cfg.total_timesteps - now, 0) // per) * per
+    return {"asked": cfg.total_timesteps, "rollout_steps": per, "will_train": will,
+            "overshoot": max(will - cfg.total_timesteps, 0)}
+
+
+def announce_budget(cfg: TrainConfig, now: int) -> dict[str, Any]:
+    """Print one line when the run will go past ``total_timesteps`` (not a multiple of the
+    rollout size), saying by how much; returns :func:`sample_budget`."""
+    b = sample_budget(cfg, now)
+    if now < cfg.total_timesteps and b["overshoot"]:
+        print(f"total_timesteps {b['asked']:,} is not a multiple of the rollout size "
+              f"{b['rollout_steps']:,} (n_steps x n_envs): asked {b['asked']:,}, will train "
+              f"{b['will_train']:,}, overshoot {b['overshoot']:,}", file=sys.stderr,
+              flush=True)
+    return b
+
+
+def _resumed_pool(resume: str, trust: bool = False) -> tuple[list[str], list[dict[str, Any]]]:
+    """The snapshots (those still on disk) and evaluation history of a checkpoint; a
+    ``ValueError`` for a missing, untrusted or corrupt checkpoint, and for snapshots (SB3 zips,
+    which run code when loaded) without ``trust``."""
+    from dragons_egg.agents.ppo import CheckpointError, load_policy
+
+    rp = check_resume(resume, trust)
+    try:
+        load_policy(rp, trust=trust)  # clear errors for a corrupt file
+    except CheckpointError as exc:
+        raise ValueError(str(exc)) from None
+    meta = _checkpoint_meta(rp)
+    snapshots = [s for s in meta.get("snapshots", []) if Path(s).is_file()]
+    if snapshots and not trust:
+        raise ValueError(f"--resume: checkpoint {rp} names snapshots for its pool, SB3 zips "
+                         "that run code when loaded: resume with --trust-checkpoint if you "
+                         "trust them")
+    history = [{k: float("nan") if v is None else v for k, v in h.items()}  # JSON null: NaN
+               for h in meta.get("history", [])]
+    return snapshots, history
+
+
+def _make_model(cfg: TrainConfig, venv: Any, resume: str | None, trust: bool = False) -> Any:
+    """A new MaskablePPO learner on ``venv``, or the one saved at ``resume`` (loaded from the
+    bytes :func:`check_resume` vouched for)."""
+    import hashlib
+    import io
+
+    from sb3_contrib import MaskablePPO
+
+    from dragons_egg.agents.ppo import TRUSTED_SB3_SHA256, untrusted_message
+
+    if resume:
+        data = check_resume(resume, trust).read_bytes()
+        if not trust and hashlib.sha256(data).hexdigest() not in TRUSTED_SB3_SHA256:
+            raise ValueError(f"--resume: {untrusted_message(resume, '--trust-checkpoint')}")
+        model = MaskablePPO.load(io.BytesIO(data), env=venv, device="cpu")
+        model.set_random_seed(cfg.seed + model.num_timesteps)
+        return model
+    return MaskablePPO(
+        "MlpPolicy", venv, learning_rate=cfg.learning_rate, n_steps=cfg.n_steps,
+        batch_size=cfg.batch_size, n_epochs=cfg.n_epochs, gamma=cfg.gamma,
+        gae_lambda=cfg.gae_lambda, clip_range=cfg.clip_range, ent_coef=cfg.ent_coef,
+        policy_kwargs={"net_arch": list(cfg.net_arch)}, seed=cfg.seed, device="cpu",
+        verbose=0)
+
+
+def train(cfg: TrainConfig, resume: str | None = None, trust: bool = False,
+          overwrite: bool = False) -> Path:
+    """Run (or resume) training; returns the path of the final checkpoint. ``trust``
+    (``--trust-checkpoint``) lets ``resume`` be loaded (:func:`check_resume`).
+
+    A run folder holds one run: a folder with another run's files (:data:`RUN_FILES`) is a
+    ``ValueError`` naming ``--resume`` and ``--run-name``, unless ``overwrite`` removes them
+    first (:func:`~dragons_egg.experiments.common.settings.claim_run_dir`). A Ctrl-C saves the
+    checkpoint of the last finished update and raises
+    :class:`~dragons_egg.experiments.common.settings.RunInterrupted`."""
+    import torch
+    from stable_baselines3.common.logger import configure
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    cfg.validate()
+    claim_run_dir(cfg.run_dir, RUN_FILES, latest=latest_checkpoint, resume=resume,
+                  overwrite=overwrite, resume_flags=RESUME_FLAGS)
+    torch.set_num_threads(cfg.torch_threads)
+    run = _prepare_run_dir(cfg)
+    snapshots, history = _resumed_pool(resume, trust) if resume else ([], [])
+    meta = _checkpoint_meta(Path(resume)) if resume else {}
+    # checkpoints from before the config history have none
+    config_history = (list(meta.get("config_history", [])) if resume
+                      else [start_entry("timesteps")])
+    vec_cls = SubprocVecEnv if cfg.vec_env == "subproc" else DummyVecEnv
+    venv = vec_cls([make_env_fn(cfg, i) for i in range(cfg.n_envs)])
+    venv.env_method("set_pool", *_pool(cfg, snapshots))
+    model = _make_model(cfg, venv, resume, trust)
+    model.set_logger(configure(str(run), ["csv", "tensorboard"]))
+    tasks = SelfPlayCallback.create(cfg, model, snapshots, history)
+    if resume:
+        config_history.append(resume_entry(
+            model.num_timesteps, resume, config_changes(saved_config(meta, resume), cfg),
+            unit="timesteps"))
+        tasks.output.restore(history, model.num_timesteps)
+    write_run_config(run, cfg, config_history)
+    tasks.config_history = config_history
+    tasks.budget = announce_budget(cfg, model.num_timesteps)
+    remaining = cfg.total_timesteps - model.num_timesteps
+    try:
+        if remaining > 0:
+            model.learn(remaining, callback=tasks, reset_num_timesteps=not resume,
+                        progress_bar=cfg.progress)
+        if not history or history[-1]["timesteps"] != model.num_timesteps:
+            tasks.run_eval()
+        final = tasks.save_checkpoint("final")
+    except KeyboardInterrupt:
+        raise tasks.interrupted() from None
+    finally:
+        tasks.hold.release()
+        venv.close()
+    tasks.output.redraw()
+    print(f"final checkpoint: {final}", file=sys.stderr)
+    return final
+
+
+def _next(now: int, every: int) -> int:
+    return 0 if not every else (now // every + 1) * every
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """The command line (``dragons-egg train-sb3``, or this module run with ``python -m``);
+    ``prog`` is the command named in help, errors and the line that says how to resume."""
+    prog = prog or module_prog(TrainConfig) or "python -m " + __name__
+    require_cli(prog, "train")  # before parsing: tyro parses, SB3 trains
+    cmd = parse_args(argv, prog)
+    try:
+        train(cmd.cfg, resume=cmd.resume, trust=cmd.trust, overwrite=cmd.overwrite)
+    except ValueError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except KeyboardInterrupt as exc:  # train saved a checkpoint (RunInterrupted)
+        return interrupted_exit(exc, prog, RESUME_FLAGS)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,38 @@
+"""The main job's report: the samples really trained, what the fresh agent reached, and the
+agents' short labels."""
+
+import json
+
+import pytest
+
+from dragons_egg.experiments.cli.main_job import main
+
+
+def test_report_gives_trained_samples_and_labels_the_agents(tmp_path):
+    out = tmp_path / "main"
+    assert main(["--samples", "1", "--matches", "6", "--workers", "1",
+                 "--out", str(out)]) == 0
+    report = (out / "report.md").read_text()
+    final = json.loads((out / "fresh" / "summary.json").read_text())
+    samples = final["samples"]
+    assert samples > 1  # the trainer updates after whole rollouts
+    assert f"{samples:,} learner samples (1 asked;" in report
+    assert "**What the fresh agent reached:**" in report
+    assert f"| {samples:,} |" in report  # the evaluation row of the final policy
+    for label in ("fresh", "ppo", "ppo-0.1", "heuristic"):
+        assert f"| `{label}` |" in report
+    assert "`ppo` - `fresh`" in report
+    assert "| `ppo:path=" not in report and "`ppo:path=" in report  # named once, in the text
+    summary = json.loads((out / "tournament" / "summary.json").read_text())
+    assert {"fresh", "ppo-0.1", "ppo"} <= set(summary["labels"])
+    for name in ("learning_curve.png", "tournament/ratings.png", "tournament/results.jsonl",
+                 "fresh/final.npz", "fresh/eval.csv"):
+        assert (out / name).stat().st_size > 0
+
+
+def test_unwritable_output_folder_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--out", "/dev/null/x"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "'/dev/null' is not a folder" in err

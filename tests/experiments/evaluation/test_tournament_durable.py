@@ -1,0 +1,471 @@
+"""Tournaments survive (issue 22): results are saved as matches finish, Ctrl-C keeps them with
+a partial report, ``--resume`` plays only the missing matches and gives the summary of an
+uninterrupted run, a folder holding a tournament is never silently replaced, an agent that
+fails (raises, returns a non-action or an illegal action, hangs) is recorded against its spec
+with its match's seed and replay, and a dead worker is reported by its real cause."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dragons_egg import agents
+from dragons_egg.experiments.evaluation import tournament as T
+from dragons_egg.experiments.evaluation.tournament import (
+    OutputError,
+    TournamentConfig,
+    main,
+    run_tournament,
+)
+from dragons_egg_env.replay import check_replay
+
+PROG = "python -m dragons_egg.experiments.evaluation.tournament"
+
+#: Agents of one's own that fail on purpose, written as a module in a temporary folder and
+#: named by ``MODULE:CLASS`` specs (as a user's would be). A ``_Faulty`` agent plays as the
+#: heuristic and fails at its second move of every match in which it sits at seat 1.
+BOTS = '''
+import os
+import signal
+import time
+
+import numpy as np
+
+from dragons_egg.agents.heuristic import HeuristicAgent
+
+
+class _Faulty(HeuristicAgent):
+    def start_match(self, seat, config, max_players=None):
+        super().start_match(seat, config, max_players)
+        self.moves = 0
+
+    def act(self, observation, mask):
+        self.moves += 1
+        if self.seat == 1 and self.moves == 2:
+            return self.fail(mask)
+        return super().act(observation, mask)
+
+
+class Raises(_Faulty):
+    def fail(self, mask):
+        raise ValueError("no idea what to play")
+
+
+class ReturnsNone(_Faulty):
+    def fail(self, mask):
+        return None
+
+
+class ReturnsFloat(_Faulty):
+    def fail(self, mask):
+        return 2.5
+
+
+class ReturnsString(_Faulty):
+    def fail(self, mask):
+        return "pass"
+
+
+class Illegal(_Faulty):
+    def fail(self, mask):
+        return int(np.flatnonzero(mask == 0)[0])
+
+
+class Hangs(_Faulty):
+    def fail(self, mask):
+        while True:  # pure Python: only the move timeout ends it
+            pass
+
+
+class Sleeps(_Faulty):
+    def fail(self, mask):
+        try:
+            time.sleep(60)
+        except Exception:  # swallowing errors does not swallow the timeout
+            pass
+        return super().act(None, mask)
+
+
+class Dies(_Faulty):
+    def fail(self, mask):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Exits(_Faulty):
+    def fail(self, mask):
+        os._exit(3)
+
+
+class Interrupter(HeuristicAgent):
+    """The heuristic; in the match numbered $DURABLE_STOP_AT (counted from 1 in this process)
+    it raises KeyboardInterrupt at its first move, as Ctrl-C would."""
+
+    matches = 0
+
+    def start_match(self, seat, config, max_players=None):
+        super().start_match(seat, config, max_players)
+        Interrupter.matches += 1
+
+    def act(self, observation, mask):
+        stop = os.environ.get("DURABLE_STOP_AT")
+        if stop and Interrupter.matches == int(stop):
+            raise KeyboardInterrupt
+        return super().act(observation, mask)
+'''
+
+
+@pytest.fixture
+def bots(tmp_path, monkeypatch):
+    """``durable_bots`` importable from the current directory, forgotten after the test."""
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (folder / "durable_bots.py").write_text(BOTS)
+    monkeypatch.chdir(folder)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(agents, "_LOADED", {})
+    monkeypatch.delenv("DURABLE_STOP_AT", raising=False)
+    yield folder
+    sys.modules.pop("durable_bots", None)
+
+
+def cli(argv, capsys):
+    """Run the command in this process: (exit status, stdout, stderr)."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def lines(path):
+    return [json.loads(x) for x in Path(path).read_text().splitlines() if x]
+
+
+def strip(results):
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in results]
+
+
+SMALL = ["--players", "4", "--matches", "16", "--rounds", "1", "--seed", "7", "--bootstrap",
+         "100", "--no-progress"]
+FOUR = ["durable_bots:Interrupter", "heuristic", "random", "greedy"]
+
+
+# ---------------------------------------------------------------------------------------
+# Ctrl-C, partial reports and --resume.
+
+def test_ctrl_c_keeps_the_finished_matches_and_resume_gives_the_uninterrupted_summary(
+        bots, capsys, monkeypatch):
+    full, cut = bots / "full", bots / "cut"
+    monkeypatch.setenv("DURABLE_STOP_AT", "6")  # Ctrl-C in the 6th match: 5 finished
+    code, _, err = cli(FOUR + SMALL + ["--workers", "1", "--out", str(cut)], capsys)
+    assert code == 130 and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
+        f"{PROG}: interrupted; 5 of 16 matches are saved in {cut} with a partial report; "
+        f"resume with: {PROG} --resume {cut}")
+    assert len(lines(cut / "results.jsonl")) == 5
+    partial = json.loads((cut / "summary.json").read_text())
+    assert partial["partial"] is True and (partial["matches"], partial["planned"]) == (5, 16)
+    assert "**partial: 5 of 16 matches**" in (cut / "report.md").read_text()
+
+    monkeypatch.delenv("DURABLE_STOP_AT")
+    assert cli(FOUR + SMALL + ["--workers", "1", "--out", str(full)], capsys)[0] == 0
+    played = []
+    real = T.play_task
+    monkeypatch.setattr(T.runner, "play_task",
+                        lambda *a, **k: played.append(a[1:3]) or real(*a, **k))
+    code, out, err = cli(["--resume", str(cut), "--workers", "1", "--no-progress"], capsys)
+    assert code == 0, err
+    assert len(played) == 11  # only the missing matches
+    assert json.loads((cut / "summary.json").read_text()) == \
+        json.loads((full / "summary.json").read_text())
+    assert strip(lines(cut / "results.jsonl")) == strip(lines(full / "results.jsonl"))
+    report = (cut / "report.md").read_text()
+    assert "partial" not in report and report == (full / "report.md").read_text()
+
+
+def test_sigint_to_a_parallel_run_then_resume(tmp_path):
+    """A real Ctrl-C (SIGINT) to the command with 2 workers, then --resume with 1 worker: the
+    summary of an uninterrupted run, byte for byte."""
+    out, full = tmp_path / "t", tmp_path / "full"
+    args = ["heuristic", "random", "--players", "4", "--matches", "240", "--rounds", "1",
+            "--seed", "11", "--bootstrap", "100", "--no-progress"]
+    proc = subprocess.Popen([sys.executable, "-m", "dragons_egg.experiments.evaluation.tournament", *args,
+                             "--workers", "2", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    results = out / "results.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if results.exists() and len(results.read_text().splitlines()) >= 10:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    done = len(lines(results))
+    assert 10 <= done < 240
+    assert err.strip().splitlines()[-1] == (
+        f"{PROG}: interrupted; {done} of 240 matches are saved in {out} with a partial "
+        f"report; resume with: {PROG} --resume {out}")
+    assert json.loads((out / "summary.json").read_text())["partial"] is True
+    assert f"partial: {done} of 240 matches" in (out / "report.md").read_text()
+
+    assert main(["--resume", str(out), "--workers", "1", "--no-progress"]) == 0
+    assert main(args + ["--workers", "1", "--out", str(full)]) == 0
+    assert (out / "summary.json").read_text() == (full / "summary.json").read_text()
+    assert strip(lines(results)) == strip(lines(full / "results.jsonl"))
+
+
+def test_resume_drops_an_unfinished_last_line(tmp_path):
+    """A run killed while it wrote a line: resume drops the half line and plays that match."""
+    full, cut = tmp_path / "full", tmp_path / "cut"
+    tc = TournamentConfig(agents=["heuristic", "random"], num_players=2, matches=8,
+                          num_rounds=1, seed=4, bootstrap=100, out_dir=str(full))
+    summary = run_tournament(tc, progress=False)
+    cut.mkdir()
+    (cut / "config.json").write_text((full / "config.json").read_text())
+    text = (full / "results.jsonl").read_text().splitlines(keepends=True)
+    (cut / "results.jsonl").write_text("".join(text[:3]) + text[3][:40])
+    tc.out_dir = str(cut)
+    again = run_tournament(tc, progress=False, resume=True)
+    assert json.loads(json.dumps(T.jsonable(again))) == json.loads(json.dumps(
+        T.jsonable(summary)))
+    assert strip(lines(cut / "results.jsonl")) == strip(lines(full / "results.jsonl"))
+
+
+def test_a_resume_with_other_settings_is_refused_naming_them(tmp_path, capsys):
+    out = tmp_path / "t"
+    base = ["heuristic", "random", "--players", "2", "--matches", "4", "--rounds", "1",
+            "--bootstrap", "100", "--workers", "1", "--no-progress"]
+    assert cli(base + ["--out", str(out)], capsys)[0] == 0
+    code, _, err = cli(["--resume", str(out), "--matches", "8", "--seed", "3"], capsys)
+    assert code == 2 and "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert "--matches 8 (saved: 4)" in line and "--seed 3 (saved: 0)" in line
+    code, _, err = cli(["greedy", "random", "--resume", str(out)], capsys)
+    assert code == 2 and "agents greedy random (saved:" in err
+    # the same settings, or other workers, resume (nothing is left to play)
+    assert cli(base + ["--resume", str(out), "--workers", "2"], capsys)[0] == 0
+    tc = TournamentConfig(agents=["heuristic", "random"], num_players=2, matches=4,
+                          num_rounds=2, bootstrap=100, out_dir=str(out))
+    with pytest.raises(OutputError, match=r"num_rounds 2 \(saved: 1\)"):
+        run_tournament(tc, progress=False, resume=True)
+    code, _, err = cli(["--resume", str(tmp_path / "none")], capsys)
+    assert code == 2 and "nothing to resume" in err
+
+
+def test_a_folder_holding_a_tournament_is_refused_unless_resume_or_overwrite(tmp_path, capsys):
+    out = tmp_path / "t"
+    argv = ["heuristic", "random", "--players", "2", "--matches", "4", "--rounds", "1",
+            "--bootstrap", "100", "--workers", "1", "--no-progress", "--out", str(out)]
+    assert cli(argv, capsys)[0] == 0
+    before = (out / "results.jsonl").read_text()
+    code, _, err = cli(argv + ["--seed", "5"], capsys)
+    assert code == 2 and "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert "already holds a tournament" in line and f"--resume {out}" in line
+    assert "--overwrite" in line
+    assert (out / "results.jsonl").read_text() == before  # untouched
+    (out / "notes.txt").write_text("mine")
+    assert cli(argv + ["--seed", "5", "--overwrite"], capsys)[0] == 0
+    assert (out / "results.jsonl").read_text() != before
+    assert json.loads((out / "config.json").read_text())["seed"] == 5
+    assert (out / "notes.txt").read_text() == "mine"  # only the tournament's files go
+    tc = TournamentConfig(agents=["heuristic", "random"], num_players=2, matches=4,
+                          num_rounds=1, bootstrap=100, out_dir=str(out))
+    with pytest.raises(OutputError, match="already holds a tournament.*resume=True.*"
+                                          "overwrite=True"):
+        run_tournament(tc, progress=False)
+    # another program's config.json is never replaced, even with --overwrite
+    run = tmp_path / "selfplay-run"
+    run.mkdir()
+    (run / "config.json").write_text('{"lr": 0.001}')
+    code, _, err = cli(argv[:-1] + [str(run), "--overwrite"], capsys)
+    assert code == 2 and "holds a config.json that is not a tournament's" in err
+    assert (run / "config.json").read_text() == '{"lr": 0.001}'
+
+
+# ---------------------------------------------------------------------------------------
+# Agents that fail.
+
+@pytest.mark.parametrize("cls,kind,needle", [
+    ("Raises", "raised", "act raised ValueError: no idea what to play"),
+    ("ReturnsNone", "not an action", "act returned None (NoneType), not an action index"),
+    ("ReturnsFloat", "not an action", "act returned 2.5 (float), not an action index"),
+    ("ReturnsString", "not an action", "act returned 'pass' (str), not an action index"),
+    ("Illegal", "illegal move", "act returned the illegal action"),
+])
+def test_a_failing_agent_forfeits_against_its_spec_with_seed_and_replay(cls, kind, needle,
+                                                                        bots, capsys):
+    spec = f"durable_bots:{cls}"
+    out = bots / "t"
+    code, _, err = cli([spec, "heuristic", "--players", "2", "--matches", "4", "--rounds", "1",
+                        "--seed", "2", "--bootstrap", "100", "--workers", "1", "--no-progress",
+                        "--out", str(out)], capsys)
+    assert code == 0, err
+    assert "Traceback" not in err and "2 matches were forfeited" in err
+    results = lines(out / "results.jsonl")
+    assert len(results) == 4
+    forfeited = [r for r in results if "forfeit" in r]
+    assert [r["rotation"] for r in forfeited] == [1, 1]  # the seat-1 matches
+    for r in forfeited:
+        f = r["forfeit"]
+        assert (f["label"], f["seat"], f["kind"], f["stage"]) == (spec, 1, kind, "act")
+        assert needle in f["error"] and "player_1" not in f["error"]
+        assert f["match_seed"] == T.derive(2, r["sequence"], r["rotation"])
+        replay = json.loads((out / f["replay"]).read_text())
+        assert replay["seed"] == f["match_seed"] and replay["partial"] is True
+        assert len(replay["actions"]) == f["step"]
+        check_replay(replay)  # a valid replay of the match up to the failure
+        # the forfeit rule: the offender finishes last in the round in progress, and the
+        # match ends there, with exact, zero-sum scores
+        assert r["rounds"][-1]["order"][-1] == 1 and r["rounds"][-1]["forfeit"] is True
+        assert r["scores"] == [1.0, -1.0]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["agents"][spec]["forfeits"] == 2
+    assert [(f["label"], f["kind"]) for f in summary["forfeits"]] == [(spec, kind)] * 2
+    report = (out / "report.md").read_text()
+    assert "## Forfeits" in report and f"| `{spec}` | 0, 1 | 1 | {kind} |" in report
+
+
+def test_on_agent_error_stop_keeps_the_finished_matches_and_says_what_failed(bots, capsys):
+    spec = "durable_bots:Raises"
+    out = bots / "t"
+    argv = [spec, "heuristic", "--players", "2", "--matches", "4", "--rounds", "1", "--seed",
+            "2", "--bootstrap", "100", "--workers", "1", "--no-progress"]
+    code, _, err = cli(argv + ["--out", str(out), "--on-agent-error", "stop"], capsys)
+    assert code == 1 and "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    seed = T.derive(2, 0, 1)
+    assert line == (
+        f"{PROG}: error: agent '{spec}' failed (raised) in the match of deal sequence 0, "
+        f"rotation 1 (seat 1, round 1, match seed {seed}): act raised ValueError: no idea "
+        f"what to play; replay: {out / 'replays' / 'seq0-rot1.json'}; 1 of 4 matches are "
+        f"saved in {out} with a partial report; resume with: {PROG} --resume {out} "
+        "(--on-agent-error forfeit plays past it)")
+    assert check_replay(out / "replays" / "seq0-rot1.json")
+    assert [(r["sequence"], r["rotation"]) for r in lines(out / "results.jsonl")] == [(0, 0)]
+    assert json.loads((out / "summary.json").read_text())["partial"] is True
+
+    # resumed with forfeits, it is the run that forfeited from the start
+    assert cli(["--resume", str(out), "--on-agent-error", "forfeit", "--workers", "1",
+                "--no-progress"], capsys)[0] == 0
+    assert cli(argv + ["--out", str(bots / "full")], capsys)[0] == 0
+    assert json.loads((out / "summary.json").read_text()) == \
+        json.loads((bots / "full" / "summary.json").read_text())
+
+    tc = TournamentConfig(agents=[spec, "heuristic"], num_players=2, matches=4, num_rounds=1,
+                          seed=2, on_agent_error="stop")
+    with pytest.raises(T.AgentFailed) as exc:  # the library: the finished matches come along
+        T.run_matches(tc, progress=False)
+    assert [r["rotation"] for r in exc.value.results] == [0]
+    assert exc.value.record["forfeit"]["label"] == spec
+
+
+@pytest.mark.parametrize("cls,workers", [("Hangs", "1"), ("Sleeps", "2")])
+def test_move_timeout_ends_a_hung_agents_match_as_a_forfeit(cls, workers, bots, capsys):
+    spec = f"durable_bots:{cls}"
+    out = bots / "t"
+    start = time.time()
+    code, _, err = cli([spec, "heuristic", "--players", "2", "--matches", "4", "--rounds", "1",
+                        "--bootstrap", "100", "--workers", workers, "--no-progress",
+                        "--move-timeout", "0.3", "--out", str(out)], capsys)
+    assert code == 0, err
+    assert time.time() - start < 30
+    forfeits = json.loads((out / "summary.json").read_text())["forfeits"]
+    assert [(f["label"], f["kind"], f["rotation"]) for f in forfeits] == \
+        [(spec, "timeout", 1)] * 2
+    assert "move timeout of 0.3 s" in forfeits[0]["error"]
+    assert json.loads((out / "config.json").read_text())["move_timeout"] == 0.3
+
+
+@pytest.mark.parametrize("cls,cause", [("Dies", "was killed by signal 9 (SIGKILL)"),
+                                       ("Exits", "exited with status 3")])
+def test_a_dead_worker_is_reported_by_its_real_cause(cls, cause, bots, capsys):
+    out = bots / "t"
+    code, _, err = cli([f"durable_bots:{cls}", "heuristic", "--players", "2", "--matches", "4",
+                        "--rounds", "1", "--bootstrap", "100", "--workers", "2", "--no-progress",
+                        "--out", str(out)], capsys)
+    assert code == 1 and "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith(f"{PROG}: error: tournament worker process ")
+    assert f"(fork start method) {cause} while playing" in line
+    assert "spawn" not in line and "importable" not in line
+    assert f"resume with: {PROG} --resume {out}" in line
+    assert json.loads((out / "summary.json").read_text())["partial"] is True
+
+
+def test_a_policy_returning_a_float_is_not_truncated_to_an_action():
+    from dragons_egg.experiments.evaluation.tournament import Entrant
+
+    tc = TournamentConfig(agents=[Entrant("floaty", policy=_float_policy), "random"],
+                          num_players=2, matches=2, num_rounds=1)
+    results = T.run_matches(tc, progress=False)
+    assert [r["forfeit"]["kind"] for r in results] == ["not an action"] * 2
+    assert "returned 0.0 (float)" in results[0]["forfeit"]["error"]
+    assert "'floaty'" in results[0]["forfeit"]["error"]
+
+
+def _float_policy(observation, mask):
+    return 0.0
+
+
+def test_move_timeout_needs_the_main_thread_with_one_worker():
+    import threading
+
+    tc = TournamentConfig(agents=["heuristic", "random"], num_players=2, matches=2,
+                          num_rounds=1, move_timeout=1.0)
+    errors = []
+    thread = threading.Thread(target=lambda: _catch(tc.validate, errors))
+    thread.start()
+    thread.join()
+    assert len(errors) == 1 and "main thread" in str(errors[0])
+    tc.validate()  # here, in the main thread, it is fine
+    with pytest.raises(ValueError, match="positive number of seconds"):
+        TournamentConfig(agents=["random"], move_timeout=float("nan")).validate()
+
+
+def _catch(fn, errors):
+    try:
+        fn()
+    except ValueError as exc:
+        errors.append(exc)
+
+
+def test_results_are_on_disk_while_the_run_plays(tmp_path, monkeypatch):
+    """Every result is written and flushed as it comes back, not at the end."""
+    out = tmp_path / "t"
+    seen = []
+    real = T.play_task
+
+    def spy(tc, seq, rot, entrants=None):
+        path = out / "results.jsonl"
+        seen.append(len(path.read_text().splitlines()) if path.exists() else 0)
+        return real(tc, seq, rot, entrants)
+
+    monkeypatch.setattr(T.runner, "play_task", spy)
+    tc = TournamentConfig(agents=["heuristic", "random"], num_players=2, matches=6,
+                          num_rounds=1, bootstrap=100, out_dir=str(out))
+    run_tournament(tc, progress=False)
+    assert seen == [0, 1, 2, 3, 4, 5]
+
+
+def test_matches_are_still_the_same_for_any_worker_count_with_agent_errors(bots):
+    tc = TournamentConfig(agents=["durable_bots:Illegal", "heuristic"], num_players=2,
+                          matches=8, num_rounds=1, seed=9)
+    one = T.run_matches(tc, progress=False)
+    tc.workers = 2
+    two = T.run_matches(tc, progress=False)
+    assert strip(one) == strip(two) and sum("forfeit" in r for r in one) == 4
+
+
+@pytest.fixture(autouse=True)
+def _no_stray_alarm():
+    yield
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)

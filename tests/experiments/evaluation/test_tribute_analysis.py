@@ -1,0 +1,142 @@
+"""The tribute analysis (dragons_egg.experiments.evaluation.tribute): the play policy and the learned
+tribute policy are chosen separately."""
+
+import json
+
+import numpy as np
+import pytest
+
+from dragons_egg.agents import make_agent
+from dragons_egg.agents.base import Agent
+from dragons_egg.experiments.evaluation import tribute as ta
+from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS
+
+
+def test_a_tribute_spec_equal_to_the_heuristic_gives_the_heuristic_results():
+    """With --tribute heuristic the 'learned' variant is the heuristic's tribute: the same
+    rewards deal for deal; round 1 is shared by every variant (checked inside run)."""
+    res = ta.run("heuristic", deals=6, num_players=4, seed=3, tribute_spec="heuristic")
+    for t in ("learned", "learned-ask", "learned-give"):
+        assert np.array_equal(res["rewards"][t], res["rewards"]["heuristic"])
+    assert res["play"] == res["tribute"] == "heuristic"
+    assert res["asked"].sum() > 0  # the Dragon asked for cards in every sequence
+
+
+def test_results_do_not_depend_on_the_number_of_processes():
+    """Deal sequences split among 2 processes (tasks of DEALS_PER_TASK) give the results of
+    one process, deal for deal and card for card."""
+    deals = ta.DEALS_PER_TASK + 3
+    one = ta.run("heuristic", deals=deals, num_players=3, seed=5, tribute_spec="greedy")
+    two = ta.run("heuristic", deals=deals, num_players=3, seed=5, tribute_spec="greedy",
+                 workers=2)
+    for t in ta.TRIBUTE_POLICIES:
+        assert len(two["rewards"][t]) == deals
+        np.testing.assert_array_equal(one["rewards"][t], two["rewards"][t])
+    assert one["dragons"] == two["dragons"]
+    np.testing.assert_array_equal(one["asked"], two["asked"])
+    np.testing.assert_array_equal(one["given"], two["given"])
+    assert not np.array_equal(one["rewards"]["learned"], one["rewards"]["none"])
+
+
+def test_the_learned_tribute_comes_from_the_tribute_agent_only_in_ask_and_give():
+    class Recorder(Agent):
+        name = "recorder"
+        calls: list[int] = []
+
+        def act(self, observation, action_mask):
+            legal = np.flatnonzero(action_mask)
+            Recorder.calls.append(int(legal[-1]))
+            return int(legal[-1])
+
+    play = make_agent("heuristic", seed=0)
+
+    def until_tribute_agent_acts(tribute: str) -> ta.TributeMix:
+        """Play matches with the mix at seat 0 until the tribute agent has been called."""
+        from dragons_egg.agents.runner import play_match
+        from dragons_egg_env.config import RulesConfig
+
+        Recorder.calls = []
+        mix = ta.TributeMix(play, tribute, seed=1, learner=Recorder(seed=2))
+        for seed in range(40):  # until seat 0 has been the Dragon (and so paid a tribute)
+            others = [make_agent("heuristic", seed=k) for k in range(1, 4)]
+            play_match([mix, *others], RulesConfig(num_players=4, num_rounds=3), seed=seed)
+            if Recorder.calls:
+                break
+        assert Recorder.calls, "seat 0 was never the Dragon"
+        return mix
+
+    mix = until_tribute_agent_acts("learned")
+    assert all(a >= ASK_BASE for a in Recorder.calls)  # only tribute actions (ask, give)
+    assert len(mix.asked) + len(mix.given) <= len(Recorder.calls)
+    # the split variants take only their half (asks or give-back) from the tribute agent
+    for t, lo, hi in (("learned-ask", ASK_BASE, GIVE_BASE),
+                      ("learned-give", GIVE_BASE, NUM_ACTIONS)):
+        mix = until_tribute_agent_acts(t)
+        assert all(lo <= a < hi for a in Recorder.calls)
+        if t == "learned-ask":  # every ask recorded is the tribute agent's
+            assert mix.asked == [a - ASK_BASE for a in Recorder.calls]
+        else:  # the asks that came before its give-back were the heuristic's
+            assert mix.asked and len(mix.given) == len(Recorder.calls)
+    with pytest.raises(ValueError, match="unknown tribute policy"):
+        ta.TributeMix(play, "clever")
+
+
+def test_command_line_takes_play_and_tribute_apart(tmp_path, capsys):
+    out = tmp_path / "t"
+    assert ta.main(["--play", "heuristic", "--tribute", "ppo", "--deals", "3", "--seed", "2",
+                    "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["play"] == "heuristic" and summary["tribute"] == "ppo"
+    assert summary["deals"] == 3 and summary["command"].endswith("--out " + str(out))
+    report = (out / "report.md").read_text()
+    assert "play policy at every seat: `heuristic`; learned tribute policy: `ppo`" in report
+    assert (out / "tribute_heatmaps.png").stat().st_size > 0
+    for argv, needle in ((["--tribute", "nobody"], "--tribute: "),
+                         (["--play", "ppo:path=/nope.npz"], "--play: "),
+                         (["--play", f"ppo:path={_previous()}", "--players", "5"], "--play: ")):
+        with pytest.raises(SystemExit) as exc:
+            ta.main([*argv, "--deals", "1", "--out", str(tmp_path / "x")])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert needle in err and "Traceback" not in err
+
+
+def _previous():
+    from dragons_egg.agents.ppo import PREVIOUS
+
+    return PREVIOUS
+
+
+def test_a_subset_of_policies_plays_the_same_deals_and_a_factory_is_a_learner():
+    """``policies`` plays only some tribute policies, with the rewards they get in the full
+    run; the learned tribute may come from a function of a seed (picklable, so it also goes
+    to worker processes)."""
+    import functools
+
+    full = ta.run("heuristic", deals=4, num_players=4, seed=8, tribute_spec="greedy")
+    factory = functools.partial(make_agent, "greedy")
+    some = ta.run("heuristic", deals=4, num_players=4, seed=8, tribute_spec=factory,
+                  policies=("learned", "heuristic"), workers=2)
+    assert list(some["rewards"]) == ["heuristic", "learned"]  # in TRIBUTE_POLICIES order
+    for t in some["rewards"]:
+        np.testing.assert_array_equal(some["rewards"][t], full["rewards"][t])
+    np.testing.assert_array_equal(some["asked"], full["asked"])
+    assert some["tribute"] == "greedy"
+    text = ta.report(some, ta.summarize(some))
+    assert "| `learned` |" in text and "| `none` |" not in text and "asks alone" not in text
+    for bad, needle in ((("none", "learned"), "must include heuristic"),
+                        (("heuristic", "smart"), "unknown tribute policy 'smart'")):
+        with pytest.raises(ValueError, match=needle):
+            ta.run("heuristic", deals=1, num_players=4, seed=0, policies=bad)
+
+
+def test_command_line_policies(tmp_path, capsys):
+    out = tmp_path / "p"
+    assert ta.main(["--play", "heuristic", "--tribute", "greedy", "--deals", "2",
+                    "--policies", "heuristic,learned", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["tribute_policies"] == ["heuristic", "learned"]
+    assert set(summary["policies"]) == {"heuristic", "learned"}
+    with pytest.raises(SystemExit) as exc:
+        ta.main(["--policies", "learned", "--deals", "1", "--out", str(tmp_path / "x")])
+    assert exc.value.code == 2 and "--policies: " in capsys.readouterr().err
