@@ -1,8 +1,13 @@
 """Shared helpers for the tests."""
 
+import contextlib
+import os
 import random
+import shutil
+import tempfile
 
 import numpy as np
+import pytest
 
 from dragons_egg_env import engine as E
 from dragons_egg_env.cards import EGG_BIT, iter_cards
@@ -94,7 +99,8 @@ def tiny(tmp_path, **kw):
 
     base = dict(table_sizes=(2, 3), envs_per_size=6, rollout_steps=12, hidden=(16,),
                 epochs=1, minibatch=32, total_samples=300, eval_every=0,
-                eval_opponents=(), checkpoint_every=0, out_dir=str(tmp_path), progress=False)
+                eval_opponents=(), checkpoint_every=0, out_dir=str(tmp_path), progress=False,
+                collectors=0)  # in this process: the Ray collectors have tests of their own
     base.update(kw)
     return SelfPlayConfig(**base)
 
@@ -120,3 +126,23 @@ def tribute_state(seed=0, n=4):
         mask[E.legal_actions(s)] = True
         E.step(s, heur.act(enc.encode(s, s.current), mask))
     return s
+
+
+@contextlib.contextmanager
+def stale_ray_cluster():
+    """As if a Ray cluster had been started on this machine and killed: its
+    ``ray_current_cluster`` file left behind, naming a cluster that is gone, in a private Ray
+    temp dir (``RAY_TMPDIR``; short, since Ray's socket paths must fit in 107 bytes), and no
+    ``RAY_ADDRESS``. Plain ``ray.init()`` would try to join that cluster; the trainers start a
+    private instance instead."""
+    tmp = tempfile.mkdtemp(prefix="de-ray-", dir="/tmp" if os.path.isdir("/tmp") else None)
+    os.makedirs(os.path.join(tmp, "ray"))
+    with open(os.path.join(tmp, "ray", "ray_current_cluster"), "w") as f:
+        f.write("127.0.0.1:1")
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("RAY_TMPDIR", tmp)
+            mp.delenv("RAY_ADDRESS", raising=False)
+            yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -41,6 +41,7 @@ SHRINK: dict[str, list[str]] = {
     "dragons-egg bench": ["--seconds", "0.2", "--players", "3"],
     "dragons-egg train --total-samples": TINY_SELFPLAY,
     "dragons-egg train --config selfplay-shipped": TINY_SELFPLAY,
+    "dragons-egg train --collectors": TINY_SELFPLAY,
     "dragons-egg train --resume runs/x/checkpoints/latest.pt --total":
         ["--total-samples", "432", "--no-progress"],
     "dragons-egg train --resume": [],
@@ -62,6 +63,9 @@ NOT_RUN_HERE = {
     "make demo": "the README's set-up command: it creates .venv in a checkout",
     "make test": "the README's set-up command: CI runs it (.ci/run)",
     "pip install torch": "an install: tests/install/test_real_install.py installs the extras",
+    "dragons-egg train --address auto":
+        "joins a running Ray cluster: tests/experiments/training/test_distributed.py starts a "
+        "two-node cluster on loopback and trains on it",
     "dragons-egg tribute-fit --policy results/":
         "the shipped agent's recipe: it reads results/ of the checkout (a maintainer's record)",
     "dragons-egg tribute-headroom --data runs/tribute-fit-v3b":

@@ -69,6 +69,12 @@ from dragons_egg.experiments.common.settings import (
     require,
 )
 from dragons_egg.experiments.evaluation.versus import evaluate_agent
+from dragons_egg.experiments.training.distributed import (
+    acting_seed,
+    collector_seed,
+    model_weights,
+    resolve_collectors,
+)
 from dragons_egg.experiments.training.scaffold import RunSettings, TrainerCommand, trainer_command
 from dragons_egg_env.actions import ASK_BASE, NUM_ACTIONS
 from dragons_egg_env.config import MAX_PLAYERS, TABLE_SIZES, RulesConfig
@@ -159,6 +165,18 @@ class SelfPlayConfig(RunSettings):
     eval_every: int = 500_000
     #: Table size of the evaluations.
     eval_players: int = 4
+    #: Collectors as Ray actors: 0 collects in this process, between updates; ``N`` >= 1
+    #: starts a private local Ray instance (or joins ``address``) with ``N`` collector actors,
+    #: and the learner takes the cores they leave; -1 (auto): the fastest measured, one
+    #: pipelined collector when Ray is installed and there are two cores, else 0.
+    collectors: int = -1
+    #: The Ray cluster the collectors join (``auto``, or ``HOST:PORT``; empty: a private local
+    #: instance). Only with ``collectors`` >= 1.
+    address: str = ""
+    #: With collectors: overlap the collection of the next rollout with the update on the
+    #: last (one policy version of lag); off: one collector at a time, no lag, and with one
+    #: collector the in-process trainer's updates exactly.
+    pipeline: bool = True
     #: Save ``checkpoints/latest.pt`` every this many samples (0: only at the end).
     checkpoint_every: int = 250_000
 
@@ -182,6 +200,9 @@ class SelfPlayConfig(RunSettings):
         for name in ("envs_per_size", "rollout_steps", "epochs", "minibatch", "max_snapshots"):
             check_range(getattr(self, name) >= 1, name, getattr(self, name), ">= 1")
         check_range(self.snapshot_every >= 0, "snapshot_every", self.snapshot_every, ">= 0")
+        check_range(self.collectors >= -1, "collectors", self.collectors, ">= -1 (-1: auto)")
+        require(not self.address or self.collectors != 0,
+                f"address {self.address!r} needs collectors (the collectors join it)")
         require(all(isinstance(h, int) and h > 0 for h in self.hidden) and bool(self.hidden),
                 f"hidden must be positive ints, got {self.hidden}")
         check_range(self.max_seconds >= 0, "max_seconds", self.max_seconds, ">= 0")
@@ -254,6 +275,30 @@ def export_policy(model, cfg: SelfPlayConfig, path: Path, provenance: dict[str, 
             "num_actions": NUM_ACTIONS, "hidden": list(cfg.hidden), "activation": "tanh",
             "provenance": provenance}
     return NetPolicy(layers, pi, v, meta).save(path)
+
+
+def placement(cfg: SelfPlayConfig) -> dict[str, Any]:
+    """Where a run collects and learns: its collectors
+    (:func:`~.distributed.resolve_collectors`), pipelined or not, and the learner's threads
+    (``torch_threads`` in process; with collectors, this machine's cores, of which a busy
+    collector holds one)."""
+    import os
+
+    n = resolve_collectors(cfg.collectors, cfg.address)
+    threads = max(cfg.torch_threads, os.cpu_count() or 1) if n else cfg.torch_threads
+    return {"collectors": n, "pipeline": bool(n) and cfg.pipeline, "learner_threads": threads,
+            "address": cfg.address if n else ""}
+
+
+def describe_placement(p: dict[str, Any]) -> str:
+    """One line: where the run collects and learns."""
+    if not p["collectors"]:
+        return f"collection in this process, then the update on {p['learner_threads']} thread(s)"
+    where = p["address"] or "a private local Ray instance"
+    mode = ("pipelined: the next rollout is collected during the update, one policy version "
+            "of lag" if p["pipeline"] else "synchronous: no lag")
+    return (f"{p['collectors']} collector(s) on {where} ({mode}); the learner on up to "
+            f"{p['learner_threads']} threads, one fewer for each busy collector here")
 
 
 def league_agent(spec: str, seed: int, cfg: SelfPlayConfig):
@@ -498,6 +543,46 @@ class Rollout:
     seat: np.ndarray       # the deciding seat
 
 
+class ActingPolicy:
+    """The learner's policy as a collector plays it: ``model`` (the learner's network, or a
+    collector's copy of it) and the generator its actions are sampled with. The generator is
+    the collector's own, not the learner's (whose draws order the minibatches), so that a
+    collector draws the same actions in the learner's process and in a Ray actor."""
+
+    def __init__(self, model: Any, seed: int) -> None:
+        torch = _torch()
+        self.torch = torch
+        self.model = model
+        self.gen = torch.Generator().manual_seed(seed)
+
+    def act(self, obs: np.ndarray, mask: np.ndarray):
+        torch = self.torch
+        with torch.no_grad():
+            logits, v = self.model(torch.from_numpy(obs), torch.from_numpy(mask))
+            probs = torch.softmax(logits, -1)
+            a = torch.multinomial(probs, 1, generator=self.gen).squeeze(-1)
+            lp = torch.log_softmax(logits, -1).gather(1, a[:, None]).squeeze(-1)
+        return a.numpy(), lp.numpy(), v.numpy()
+
+    def value(self, obs: np.ndarray) -> np.ndarray:
+        torch = self.torch
+        with torch.no_grad():
+            h = self.model.trunk(torch.from_numpy(obs))
+            return self.model.v(h).squeeze(-1).numpy()
+
+    def load(self, weights: dict[str, np.ndarray]) -> None:
+        """The learner's weights (numpy arrays by parameter name)."""
+        self.model.load_state_dict({k: self.torch.from_numpy(v) for k, v in weights.items()})
+
+
+def snapshot_fns(policies: list[Any]) -> list[Any]:
+    """The league's snapshots (loaded policy files) as functions ``(obs, mask) -> action``:
+    each plays its most likely action."""
+    def greedy(pol: Any) -> Any:
+        return lambda obs, mask: np.argmax(pol.logits(obs, mask), axis=-1)
+    return [greedy(pol) for pol in policies]
+
+
 class Collector:
     """The engines of every table size and the per-seat bookkeeping of a rollout."""
 
@@ -522,6 +607,11 @@ class Collector:
         #: snapshots, then the league agents).
         self.owner = [np.zeros((cfg.envs_per_size, n), np.int64) for n in cfg.table_sizes]
         self.matches_done = 0
+
+    def start(self) -> None:
+        """Draw the seats of the first matches (a league may hold some of them too)."""
+        for e, own in enumerate(self.owner):
+            self.draw_owners(e, np.arange(len(own)), self.league_size)
 
     def draw_owners(self, e: int, rows: np.ndarray, league: int) -> None:
         """Seats of fresh matches: each a league member (one of ``league``, uniformly) with
@@ -662,21 +752,11 @@ class Learner:
         self.model = build_network(cfg)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.learning_rate, eps=1e-5)
         self.gen = torch.Generator().manual_seed(cfg.seed)
-
-    def act(self, obs: np.ndarray, mask: np.ndarray):
-        torch = self.torch
-        with torch.no_grad():
-            logits, v = self.model(torch.from_numpy(obs), torch.from_numpy(mask))
-            probs = torch.softmax(logits, -1)
-            a = torch.multinomial(probs, 1, generator=self.gen).squeeze(-1)
-            lp = torch.log_softmax(logits, -1).gather(1, a[:, None]).squeeze(-1)
-        return a.numpy(), lp.numpy(), v.numpy()
-
-    def value(self, obs: np.ndarray) -> np.ndarray:
-        torch = self.torch
-        with torch.no_grad():
-            h = self.model.trunk(torch.from_numpy(obs))
-            return self.model.v(h).squeeze(-1).numpy()
+        #: Called after each minibatch's backward pass, before clipping and the step: a
+        #: data-parallel learner averages the gradients across its workers here.
+        self.after_backward: Any = None
+        #: Called before each minibatch: the pipelined trainer sets torch's threads here.
+        self.before_minibatch: Any = None
 
     def update(self, ro: Rollout, adv: np.ndarray) -> dict[str, float]:
         torch = self.torch
@@ -697,6 +777,8 @@ class Learner:
         for _ in range(cfg.epochs):
             perm = torch.randperm(n, generator=self.gen)
             for mb in torch.tensor_split(perm, parts):
+                if self.before_minibatch is not None:
+                    self.before_minibatch()
                 s = self._minibatch({k: v[mb] for k, v in t.items()})
                 for k in stats:
                     stats[k] += s[k]
@@ -727,6 +809,8 @@ class Learner:
                 "weights were left as they were: resume from the last checkpoint")
         self.opt.zero_grad()
         loss.backward()
+        if self.after_backward is not None:
+            self.after_backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
         self.opt.step()
         with torch.no_grad():
@@ -768,6 +852,8 @@ class Run:
         #: Ctrl-C waits for the update in progress (:meth:`iteration`).
         self.hold = HeldInterrupts("this update")
         self.learner = Learner(cfg)
+        #: The learner's policy as the in-process collector plays it (its own generator).
+        self.acting = ActingPolicy(self.learner.model, acting_seed(cfg.seed, 0, 0))
         self.samples = 0
         self.updates = 0
         self.seconds = 0.0      # wall time of collection and updates
@@ -786,12 +872,28 @@ class Run:
         if resume:
             self.output.restore(self.history, self.samples)
         write_run_config(self.dir, cfg, self.config_history)
-        self.collector = Collector(cfg, cfg.seed + self.updates)
+        #: Matches in a rollout (every table size's).
+        self.batch = cfg.envs_per_size * len(cfg.table_sizes)
         self._snap_policies: list[Any] = []
         self._agent_fns = self._league_agent_fns()
+        #: The collectors on Ray (``collectors`` >= 1), else ``None``.
+        self.remote: Any = None
+        self.collector: Collector | None = None
+        #: How collection and learning are placed (said once, kept in summary.json).
+        self.placement = placement(cfg)
+        if self.placement["collectors"]:
+            from dragons_egg.experiments.training.distributed import RayCollection
+
+            self.remote = RayCollection(dataclasses.asdict(cfg), self.placement["collectors"],
+                                        self.updates, address=cfg.address,
+                                        pipeline=cfg.pipeline)
+            self.remote.set_weights(model_weights(self.learner.model))
+            self.learner.before_minibatch = self._share_cores
+        else:
+            self.collector = Collector(cfg, collector_seed(cfg.seed, self.updates, 0))
         self._sync_league()
-        for e, own in enumerate(self.collector.owner):  # the first matches have a league too
-            self.collector.draw_owners(e, np.arange(len(own)), self.collector.league_size)
+        if self.collector is not None:
+            self.collector.start()  # the first matches have a league too
 
     # -- checkpoints -----------------------------------------------------------------------
     def save(self) -> Path:
@@ -805,7 +907,8 @@ class Run:
             "config": dataclasses.asdict(self.cfg),
             "model": dict(self.learner.model.state_dict()),
             "optimizer": self.learner.opt.state_dict(),
-            "generator": self.learner.gen.get_state(), "samples": self.samples,
+            "generator": self.learner.gen.get_state(),
+            "acting_generator": self.acting.gen.get_state(), "samples": self.samples,
             "updates": self.updates, "seconds": self.seconds,
             "eval_seconds": self.eval_seconds, "history": self.history,
             "league": self.league, "marks": self.marks,
@@ -826,6 +929,8 @@ class Run:
         self.learner.model.load_state_dict(state["model"])
         self.learner.opt.load_state_dict(state["optimizer"])
         self.learner.gen.set_state(state["generator"])
+        if "acting_generator" in state:  # checkpoints before it sampled with the learner's
+            self.acting.gen.set_state(state["acting_generator"])
         for k in ("samples", "updates", "seconds", "eval_seconds", "history", "league",
                   "marks"):
             setattr(self, k, state[k])
@@ -840,16 +945,24 @@ class Run:
         from dragons_egg.agents.netpolicy import load_policy_file
 
         self._snap_policies = [load_policy_file(p) for p in self.league]
-        self.collector.league_size = len(self.league) + len(self._agent_fns)
+        if self.collector is not None:
+            self.collector.league_size = len(self.league) + len(self._agent_fns)
+        if self.remote is not None:
+            self._league_version += 1
+            self.remote.set_league(self._league_version, list(self.league))
+
+    _league_version = 0
+
+    def _share_cores(self) -> None:
+        """Before each minibatch: the learner takes the cores the collectors on this machine
+        leave (a collector at work holds one), so that neither waits on a core the other
+        spins on; the updates are the same on any number of threads."""
+        busy = self.remote.busy_here() if self.remote is not None else 0
+        self.learner.torch.set_num_threads(max(1, self.placement["learner_threads"] - busy))
 
     def _snapshot_fns(self):
         """The league's members: the snapshots (greedy), then the league agents."""
-        fns = []
-        for pol in self._snap_policies:
-            def fn(obs, mask, pol=pol):
-                return np.argmax(pol.logits(obs, mask), axis=-1)
-            fns.append(fn)
-        return fns + self._agent_fns
+        return snapshot_fns(self._snap_policies) + self._agent_fns
 
     def _league_agent_fns(self) -> list[Any]:
         return [league_agent(spec, self.cfg.seed * 1000 + k, self.cfg).act_batch
@@ -908,6 +1021,7 @@ class Run:
         :class:`~dragons_egg.experiments.common.settings.RunInterrupted`, which says where."""
         cfg = self.cfg
         self.budget = self.announce_budget()
+        print(f"placement: {describe_placement(self.placement)}", file=sys.stderr, flush=True)
         bar = _progress(cfg, self.samples)
         try:
             self.periodic()  # what a Ctrl-C left undone at the checkpoint's samples
@@ -931,6 +1045,18 @@ class Run:
                 raise RunInterrupted(None, self.samples, "samples",
                                      latest_checkpoint(self.dir)) from None
             raise RunInterrupted(self.save(), self.samples, "samples") from None
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the Ray collectors (and the private Ray instance), if any; the run can still
+        save, evaluate and export, not collect."""
+        if self.remote is not None:
+            if self.remote.dropped:
+                print(f"{self.remote.dropped} rollout(s) dropped: their collector died",
+                      file=sys.stderr, flush=True)
+            self.remote.close()
+            self.remote = None
 
     def out_of_time(self) -> bool:
         """Whether another update would take the run past its ``max_seconds`` of training,
@@ -956,13 +1082,18 @@ class Run:
         for group in self.learner.opt.param_groups:
             group["lr"] = lr
         t0 = time.perf_counter()
-        ro, info = self.collector.collect(self.learner.act, self._snapshot_fns(),
-                                          self.learner.value)
+        if self.remote is not None:
+            ro, info = self.remote.next_rollout()
+        else:
+            ro, info = self.collector.collect(self.acting.act, self._snapshot_fns(),
+                                              self.acting.value)
         t1 = time.perf_counter()
         with self.hold:  # a Ctrl-C waits for the update and its counts: the state stays whole
-            adv = advantages(ro, cfg.rollout_steps, self.collector.num, cfg.gamma,
+            adv = advantages(ro, cfg.rollout_steps, self.batch, cfg.gamma,
                              cfg.gae_lambda, cfg.tribute_lambda)
             stats = self.learner.update(ro, adv)
+            if self.remote is not None:
+                self.remote.set_weights(model_weights(self.learner.model))
             t2 = time.perf_counter()
             n = int(ro.learner.sum())
             self.samples += n
@@ -970,6 +1101,9 @@ class Run:
             self.seconds += t2 - t0
         stats.update(samples=n, learning_rate=lr, collect_s=t1 - t0, update_s=t2 - t1,
                      samples_per_s=n / (t2 - t0), rounds=info["rounds"])
+        if self.remote is not None:  # collect_s: how long the learner waited for the rollout
+            stats.update(lag=info["lag"], collector_s=info["collect_s"],
+                         dropped=self.remote.dropped)
         self.output.scalars("train", stats, self.samples)
         return stats
 
@@ -1029,6 +1163,9 @@ class Run:
             "samples": self.samples, "updates": self.updates, "seconds": self.seconds,
             "samples_per_s": self.samples / max(self.seconds, 1e-9),
             "eval_seconds": self.eval_seconds, "budget": budget,
+            "placement": {**self.placement, **({} if self.remote is None else {
+                "collector_nodes": len(self.remote.nodes),
+                "dropped_rollouts": self.remote.dropped})},
             "history": self.history}), indent=1))
         return final
 

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from dragons_egg.experiments.common.args import int_range
+from dragons_egg.experiments.training.distributed import ray_init_kwargs
 from dragons_egg_env.extras import require_cli
 
 
@@ -57,16 +58,6 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--num-cpus", type=int_range(1), default=None,
                    help="CPUs for a local Ray instance (default: all)")
     return p
-
-
-def ray_init_kwargs(address: str | None, num_cpus: int | None = None) -> dict:
-    """``ray.init`` arguments: join ``address`` when given, else start a private local
-    instance (``address="local"``: Ray neither reads ``RAY_ADDRESS`` nor the address file of a
-    cluster already running, so ``num_cpus`` is allowed)."""
-    if address:
-        return {"address": address, "include_dashboard": False, "log_to_driver": False}
-    return {"address": "local", "num_cpus": num_cpus, "include_dashboard": False,
-            "log_to_driver": False}
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:

@@ -8,13 +8,11 @@ would try to join that cluster (and refuse ``num_cpus``); the training script an
 start a private local instance instead (``address="local"``), as they must on a machine where
 the user runs Ray."""
 
-import os
 import random
-import shutil
-import tempfile
 
 import numpy as np
 import pytest
+from support import stale_ray_cluster
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("ray.rllib")
@@ -29,24 +27,14 @@ from dragons_egg.experiments.training.rllib import (  # noqa: E402
 
 @pytest.fixture(scope="module", autouse=True)
 def stale_cluster_file():
-    """A ``ray_current_cluster`` file naming a cluster that is gone (what ``ray start``
-    leaves when its processes are killed), in a private Ray temp dir (short: Ray's socket
-    paths must fit in 107 bytes)."""
-    tmp = tempfile.mkdtemp(prefix="de-ray-", dir="/tmp" if os.path.isdir("/tmp") else None)
-    os.makedirs(os.path.join(tmp, "ray"))
-    with open(os.path.join(tmp, "ray", "ray_current_cluster"), "w") as f:
-        f.write("127.0.0.1:1")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RAY_TMPDIR", tmp)
-        mp.delenv("RAY_ADDRESS", raising=False)
+    with stale_ray_cluster():
         yield
-    shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
 def ray_local():
     """A private local Ray instance, whatever else runs on the machine."""
-    from dragons_egg.experiments.training.train_rllib import ray_init_kwargs
+    from dragons_egg.experiments.training.distributed import ray_init_kwargs
 
     if not ray.is_initialized():
         ray.init(**ray_init_kwargs(None, num_cpus=2))
@@ -169,7 +157,7 @@ def test_bad_arguments(capsys):
 
 
 def test_without_address_ray_starts_a_private_local_instance():
-    from dragons_egg.experiments.training.train_rllib import ray_init_kwargs
+    from dragons_egg.experiments.training.distributed import ray_init_kwargs
 
     assert ray_init_kwargs(None, 3)["address"] == "local"
     assert ray_init_kwargs(None, 3)["num_cpus"] == 3

@@ -33,7 +33,8 @@ from dragons_egg.experiments.training.selfplay import Run  # noqa: E402
 #: A self-play run of seconds: 2 table sizes x 6 matches x 12 steps = 144 samples a rollout.
 SP = ["--table-sizes", "2", "3", "--envs-per-size", "6", "--rollout-steps", "12", "--hidden",
       "16", "--epochs", "1", "--minibatch", "32", "--num-rounds", "1", "--eval-opponents",
-      "random", "--eval-players", "2", "--eval-matches", "4", "--no-progress"]
+      "random", "--eval-players", "2", "--eval-matches", "4", "--no-progress",
+      "--collectors", "0"]
 SP_MODULE = "dragons_egg.experiments.training.selfplay"
 PPO_MODULE = "dragons_egg.experiments.training.train_ppo"
 
@@ -449,7 +450,8 @@ def test_sb3_ctrl_c_to_the_whole_process_group_with_env_processes(sb3, tmp_path,
 
 #: A self-play run of seconds, as a settings file: the bad setting is written over it, so that
 #: where it is not refused (as before) the run that follows is short.
-SELFPLAY_TINY = {"table_sizes": [2, 3], "envs_per_size": 6, "rollout_steps": 12, "hidden": [16],
+SELFPLAY_TINY = {"collectors": 0, "table_sizes": [2, 3], "envs_per_size": 6, "rollout_steps": 12,
+                 "hidden": [16],
                  "epochs": 1, "minibatch": 32, "num_rounds": 1, "total_samples": 144,
                  "eval_every": 0, "eval_opponents": [], "checkpoint_every": 0,
                  "progress": False}

@@ -52,7 +52,7 @@ def test_each_seat_is_credited_its_own_match_score(tmp_path, monkeypatch):
             finals.setdefault(int(b), st.final_scores[b].copy())
         return st
     monkeypatch.setattr(eng, "step", recording_step)
-    ro, _ = run.collector.collect(run.learner.act, [], run.learner.value)
+    ro, _ = run.collector.collect(run.acting.act, [], run.acting.value)
     B = run.collector.num
     assert finals, "no match finished within the rollout"
     for b, score in finals.items():
@@ -317,7 +317,7 @@ def test_league_agents_play_their_seats_and_are_not_trained_on(tmp_path):
     run = Run(tiny(tmp_path, opponent_share=0.6, league_agents=("greedy",)))
     col = run.collector
     assert col.league_size == 1  # no snapshots yet: the greedy agent alone
-    ro, _ = col.collect(run.learner.act, run._snapshot_fns(), run.learner.value)
+    ro, _ = col.collect(run.acting.act, run._snapshot_fns(), run.acting.value)
     league = ~ro.learner
     assert 0.2 < league.mean() < 0.8
     for i in np.flatnonzero(league):

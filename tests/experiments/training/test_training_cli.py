@@ -31,7 +31,8 @@ from dragons_egg.experiments.training.selfplay import Run, SelfPlayConfig  # noq
 TINY = ["--table-sizes", "2", "3", "--envs-per-size", "6", "--rollout-steps", "12",
         "--hidden", "16", "--epochs", "1", "--minibatch", "32", "--num-rounds", "1",
         "--eval-opponents", "random", "--eval-players", "2", "--eval-matches", "4",
-        "--eval-every", "144", "--checkpoint-every", "144", "--no-progress"]
+        "--eval-every", "144", "--checkpoint-every", "144", "--no-progress",
+        "--collectors", "0"]
 ROLLOUT = 144
 
 
