@@ -75,9 +75,11 @@ def train_selfplay(name: str, budget: Budget, out: Path) -> tuple[str, dict[str,
     """Train the self-play variant ``name``; return its agent spec and figures."""
     from dragons_egg.experiments.training.selfplay import Run, SelfPlayConfig, export_policy
 
+    # in this process: the comparison counts this process's CPU seconds, which Ray collectors'
+    # would not be in
     cfg = SelfPlayConfig(total_samples=10**12, eval_every=0, eval_opponents=(),
                          checkpoint_every=0, out_dir=str(out), run_name=name, progress=False,
-                         **SELFPLAY_VARIANTS[name])
+                         collectors=0, **SELFPLAY_VARIANTS[name])
     run = Run(cfg, overwrite=True)  # a scratch run: a rerun replaces it
     run.iteration()  # warm-up
     start = run.samples
