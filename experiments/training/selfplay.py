@@ -203,6 +203,11 @@ class SelfPlayConfig(RunSettings):
         check_range(self.collectors >= -1, "collectors", self.collectors, ">= -1 (-1: auto)")
         require(not self.address or self.collectors != 0,
                 f"address {self.address!r} needs collectors (the collectors join it)")
+        if self.collectors >= 1 or self.address:
+            from dragons_egg.experiments.training.distributed import ray_available
+
+            require(ray_available(), "collectors on Ray (collectors >= 1 or an address) need "
+                    "the 'rllib' extra: pip install 'dragons-egg[rllib]' (or --collectors 0)")
         require(all(isinstance(h, int) and h > 0 for h in self.hidden) and bool(self.hidden),
                 f"hidden must be positive ints, got {self.hidden}")
         check_range(self.max_seconds >= 0, "max_seconds", self.max_seconds, ">= 0")

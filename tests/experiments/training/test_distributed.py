@@ -264,6 +264,17 @@ def test_auto_is_one_collector_with_ray_and_two_cores(monkeypatch):
     assert resolve_collectors(-1, "auto") == 1  # a cluster to join
 
 
+def test_collectors_without_ray_are_an_error_naming_the_extra(tmp_path, monkeypatch):
+    from dragons_egg.experiments.training import distributed
+
+    monkeypatch.setattr(distributed, "ray_available", lambda: False)
+    for kw in ({"collectors": 2}, {"collectors": -1, "address": "auto"}):
+        with pytest.raises(ValueError, match=r"need the 'rllib' extra"):
+            tiny(tmp_path, **kw).validate()
+    tiny(tmp_path, collectors=-1).validate()  # auto: in process, without Ray
+    assert resolve_collectors(-1) == 0
+
+
 def test_bad_collector_settings_are_refused(tmp_path):
     with pytest.raises(ValueError, match="collectors must be >= -1"):
         tiny(tmp_path, collectors=-2).validate()
