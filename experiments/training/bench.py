@@ -32,6 +32,7 @@ otherwise idle machine: the placements share its cores.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import socket
@@ -64,6 +65,18 @@ def _config(out: Path, name: str, epochs: int, collectors: int = 0, pipeline: bo
                           pipeline=pipeline)
 
 
+def _timed(run: Any, seconds: float, warmups: int = 1) -> tuple[int, float, list[Any]]:
+    """``run``'s updates for about ``seconds`` after ``warmups`` (kernels compiled or loaded
+    from the cache, actors up): the learner samples, the wall seconds, each update's figures."""
+    for _ in range(warmups):
+        run.iteration()
+    start_samples, start = run.samples, time.perf_counter()
+    stats = []
+    while time.perf_counter() - start < seconds:
+        stats.append(run.iteration())
+    return run.samples - start_samples, time.perf_counter() - start, stats
+
+
 def bench_placement(name: str, seconds: float, epochs: int, out: Path) -> dict[str, Any]:
     """One placement (:data:`PLACEMENTS`) timed for about ``seconds`` after a warm-up
     update: its samples/s, and per update the learner's wait for a rollout, its update
@@ -73,17 +86,10 @@ def bench_placement(name: str, seconds: float, epochs: int, out: Path) -> dict[s
     collectors, pipeline, threads = PLACEMENTS[name]
     run = Run(_config(out, name, epochs, collectors, pipeline, threads))
     try:
-        run.iteration()  # warm-up: kernels compiled or loaded from the cache, actors up
-        if collectors:
-            run.iteration()  # a pipelined run's first rollout was collected before the clock
-        start_samples, start = run.samples, time.perf_counter()
-        stats = []
-        while time.perf_counter() - start < seconds:
-            stats.append(run.iteration())
-        wall = time.perf_counter() - start
+        # with collectors, a second warm-up: the first rollout was collected before the clock
+        n, wall, stats = _timed(run, seconds, warmups=2 if collectors else 1)
     finally:
         run.close()
-    n = run.samples - start_samples
 
     def mean(key: str) -> float | None:
         vals = [s[key] for s in stats if key in s]
@@ -106,8 +112,6 @@ def collector_rate(seconds: float, epochs: int, out: Path) -> dict[str, Any]:
 
     torch.set_num_threads(1)
     cfg = _config(out, "collector", epochs)
-    import dataclasses
-
     worker = CollectorWorker(dataclasses.asdict(cfg), 0, 0)
     weights = model_weights(build_network(cfg))
     worker.collect(weights, (0, []))  # warm-up
@@ -121,8 +125,6 @@ def collector_rate(seconds: float, epochs: int, out: Path) -> dict[str, Any]:
 
 def _rollout(out: Path, epochs: int) -> Path:
     """One rollout of the shipped shape, with its advantages, saved for the learner parts."""
-    import dataclasses
-
     import numpy as np
 
     from dragons_egg.experiments.training.selfplay import Run, advantages
@@ -149,8 +151,6 @@ def _load_rollout(path: Path) -> tuple[Any, Any]:
 
 def _shard(ro: Any, adv: Any, rank: int, world: int) -> tuple[Any, Any]:
     """Rank ``rank``'s share of a rollout's learner decisions (every ``world``-th)."""
-    import dataclasses
-
     import numpy as np
 
     idx = np.flatnonzero(ro.learner)[rank::world]
@@ -191,8 +191,6 @@ def _ddp_worker(rank: int, world: int, port: int, path: str, epochs: int, repeat
     ro, adv = _load_rollout(Path(path))
     ro, adv = _shard(ro, adv, rank, world)
     cfg = _config(Path(path).parent, "ddp", epochs, threads=1)
-    import dataclasses
-
     cfg = dataclasses.replace(cfg, minibatch=cfg.minibatch // world)  # the same global batch
     learner = Learner(cfg)
     params = list(learner.model.parameters())
@@ -222,8 +220,6 @@ def ddp_learner_rate(path: Path, epochs: int, world: int = 2, repeats: int = 2
     each, gradients averaged by gloo all-reduce on loopback, each worker a share of every
     minibatch): learner samples per second of update."""
     import torch.multiprocessing as mp
-
-    from dragons_egg.experiments.training.selfplay import Rollout  # noqa: F401 - importable
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -269,15 +265,8 @@ def bench_selfplay(seconds: float, threads: int, out: Path, epochs: int = 2
     from dragons_egg.experiments.training.selfplay import Run
 
     run = Run(_config(out, "bench-selfplay", epochs, threads=threads))
-    run.iteration()  # warm-up: kernels compiled or loaded from the cache
-    start_samples, start = run.samples, time.perf_counter()
-    iterations = 0
-    while time.perf_counter() - start < seconds:
-        run.iteration()
-        iterations += 1
-    wall = time.perf_counter() - start
-    return {"samples": run.samples - start_samples, "seconds": wall,
-            "samples_per_s": (run.samples - start_samples) / wall, "iterations": iterations,
+    n, wall, stats = _timed(run, seconds)
+    return {"samples": n, "seconds": wall, "samples_per_s": n / wall, "iterations": len(stats),
             "batch": run.batch, "rollout_steps": run.cfg.rollout_steps, "epochs": epochs}
 
 

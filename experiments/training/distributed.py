@@ -212,12 +212,12 @@ class RayCollection:
         self.version += 1
         self._weights = self.ray.put(weights)
 
-    def set_league(self, version: int, snapshots: list[str]) -> None:
-        """The league's snapshot files, read once and sent by reference."""
-        if version != self._league_version:
-            payload = (version, [(p, Path(p).read_bytes()) for p in snapshots])
-            self._league = self.ray.put(payload)
-            self._league_version = version
+    def set_league(self, snapshots: list[str]) -> None:
+        """The league's snapshot files as they are now (after a change): read once, sent by
+        reference under a new version, which a collector loads once."""
+        self._league_version += 1
+        payload = (self._league_version, [(p, Path(p).read_bytes()) for p in snapshots])
+        self._league = self.ray.put(payload)
 
     def _submit(self, k: int) -> None:
         ref = self.actors[k].collect.remote(self._weights, self._league)

@@ -953,10 +953,7 @@ class Run:
         if self.collector is not None:
             self.collector.league_size = len(self.league) + len(self._agent_fns)
         if self.remote is not None:
-            self._league_version += 1
-            self.remote.set_league(self._league_version, list(self.league))
-
-    _league_version = 0
+            self.remote.set_league(list(self.league))
 
     def _share_cores(self) -> None:
         """Before each minibatch: the learner takes the cores the collectors on this machine
