@@ -153,7 +153,7 @@ class CollectorWorker:
             self.started = True
         self.policy.load(weights)
         ro, info = self.collector.collect(self.policy.act, self.snap_fns + self.agent_fns,
-                                          self.policy.value)
+                                          self.policy.value, self.policy)
         info.update(collect_s=time.perf_counter() - t0, collector=self.index, pid=os.getpid(),
                     node=_node_id() if self.in_ray else "")
         return ro, info

@@ -69,6 +69,10 @@ from dragons_egg.experiments.common.settings import (
     require,
 )
 from dragons_egg.experiments.evaluation.versus import evaluate_agent
+from dragons_egg.experiments.training.counterfactual import (
+    counterfactual_values,
+    tribute_rows,
+)
 from dragons_egg.experiments.training.distributed import (
     acting_seed,
     collector_seed,
@@ -76,7 +80,7 @@ from dragons_egg.experiments.training.distributed import (
     resolve_collectors,
 )
 from dragons_egg.experiments.training.scaffold import RunSettings, TrainerCommand, trainer_command
-from dragons_egg_env.actions import ASK_BASE, NUM_ACTIONS
+from dragons_egg_env.actions import NUM_ACTIONS
 from dragons_egg_env.config import MAX_PLAYERS, TABLE_SIZES, RulesConfig
 from dragons_egg_env.observation import layout
 
@@ -152,6 +156,13 @@ class SelfPlayConfig(RunSettings):
     #: ask or a give-back with what the value function makes of the hand it leads to, rather
     #: than with the noisy outcome of the whole round.
     tribute_lambda: float | None = None
+    #: Share of the learner's tribute decisions (asks and give-backs with a choice) whose
+    #: every choice is played out to the end of the round on the same deal by the acting
+    #: policy, greedy (:mod:`.counterfactual`), and learned from with the all-action
+    #: surrogate on those values (0: none; docs/training.md, "Tribute learned in the trainer").
+    tribute_counterfactual: float = 0.0
+    #: Loss weight of the counterfactual tribute surrogate.
+    tribute_cf_coef: float = 1.0
     #: Share of seats played by the league (0: pure self-play).
     opponent_share: float = 0.0
     #: Agent specs that are members of the league besides the snapshots, drawn as often as
@@ -218,6 +229,10 @@ class SelfPlayConfig(RunSettings):
         check_range(self.tribute_weight >= 0, "tribute_weight", self.tribute_weight, ">= 0")
         require(self.tribute_lambda is None or 0 <= self.tribute_lambda <= 1,
              f"tribute_lambda must be in [0, 1], got {self.tribute_lambda}")
+        check_range(0 <= self.tribute_counterfactual <= 1, "tribute_counterfactual",
+                    self.tribute_counterfactual, "in [0, 1]")
+        check_range(self.tribute_cf_coef >= 0, "tribute_cf_coef", self.tribute_cf_coef,
+                    ">= 0")
         check_range(self.eval_players in TABLE_SIZES and self.eval_players <= self.max_players,
                     "eval_players", self.eval_players, f"in 2..{self.max_players}")
         if self.league_agents:
@@ -546,6 +561,15 @@ class Rollout:
     next_index: np.ndarray  # index of the seat's next decision in this rollout, else -1
     bootstrap: np.ndarray  # value of the seat's observation at the end of the rollout
     seat: np.ndarray       # the deciding seat
+    #: Tribute decisions with counterfactual values (``tribute_counterfactual``): their
+    #: indices, ``Q`` of every action (NaN where illegal; :mod:`.counterfactual`) and the
+    #: behaviour policy's probabilities of every action.
+    cf_index: np.ndarray = dataclasses.field(
+        default_factory=lambda: np.zeros(0, np.int64))
+    cf_q: np.ndarray = dataclasses.field(
+        default_factory=lambda: np.zeros((0, NUM_ACTIONS), np.float32))
+    cf_probs: np.ndarray = dataclasses.field(
+        default_factory=lambda: np.zeros((0, NUM_ACTIONS), np.float32))
 
 
 class ActingPolicy:
@@ -574,6 +598,21 @@ class ActingPolicy:
         with torch.no_grad():
             h = self.model.trunk(torch.from_numpy(obs))
             return self.model.v(h).squeeze(-1).numpy()
+
+    def probs(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The policy's probability of every action (0 where illegal)."""
+        torch = self.torch
+        with torch.no_grad():
+            logits, _ = self.model(torch.from_numpy(obs), torch.from_numpy(mask))
+            return torch.softmax(logits, -1).numpy()
+
+    def greedy(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The policy's most likely action of each row (the counterfactual play-outs')."""
+        torch = self.torch
+        with torch.no_grad():
+            logits, _ = self.model(torch.from_numpy(obs.astype(np.float32, copy=False)),
+                                   torch.from_numpy(mask.astype(bool, copy=False)))
+            return logits.argmax(-1).numpy()
 
     def load(self, weights: dict[str, np.ndarray]) -> None:
         """The learner's weights (numpy arrays by parameter name)."""
@@ -608,6 +647,9 @@ class Collector:
         self.num = off
         self.steps = [eng.reset() for eng in self.engines]
         self.rng = np.random.default_rng(seed)
+        #: Which tribute decisions get counterfactual values, and their representatives (a
+        #: generator of its own, so that the seat draws are the same with or without them).
+        self.cf_rng = np.random.default_rng((seed, 2))
         #: owner[e][b, s]: 0 for the learner, k > 0 for member k-1 of the league (the
         #: snapshots, then the league agents).
         self.owner = [np.zeros((cfg.envs_per_size, n), np.int64) for n in cfg.table_sizes]
@@ -630,9 +672,15 @@ class Collector:
         pick[np.arange(len(rows)), self.rng.integers(0, n, len(rows))] = False
         own[rows] = np.where(pick, self.rng.integers(1, league + 1, (len(rows), n)), 0)
 
-    def collect(self, act_fn, snap_fns, value_fn) -> tuple[Rollout, dict[str, float]]:
+    def collect(self, act_fn, snap_fns, value_fn, acting: ActingPolicy | None = None
+                ) -> tuple[Rollout, dict[str, float]]:
         """Play ``rollout_steps`` steps of every match. ``act_fn(obs, mask) -> (action, logp,
-        value)`` is the learner; ``snap_fns[k]`` the league's members."""
+        value)`` is the learner; ``snap_fns[k]`` the league's members; ``acting`` the policy
+        whose greedy play values tribute choices (needed with ``tribute_counterfactual``)."""
+        share = self.cfg.tribute_counterfactual
+        if share and acting is None:
+            raise ValueError("tribute_counterfactual needs the acting policy (acting=...)")
+        cf: list[list[tuple[Any, int]]] = [[] for _ in self.engines]
         T, B = self.cfg.rollout_steps, self.num
         size = layout(self.cfg.max_players).size
         N = T * B
@@ -667,12 +715,51 @@ class Collector:
                 idx = t * B + o + np.arange(eng.num_envs)
                 rows = slice(o, o + eng.num_envs)
                 self._before(e, pending[e], idx, seat[rows], learn[rows], ro)
+                if share:
+                    self._pick_counterfactual(e, share, mask[rows], learn[rows], idx, cf[e])
                 st = eng.step(actions[rows])
                 self.steps[e] = st
                 rounds += int(st.round_ended.sum())
                 self._after(e, pending[e], st, ro)
         self._bootstrap(pending, value_fn, ro)
-        return ro, {"rounds": rounds}
+        if share:
+            assert acting is not None
+            self._counterfactual(cf, acting, ro)
+        return ro, {"rounds": rounds, "cf_states": len(ro.cf_index)}
+
+    def _pick_counterfactual(self, e: int, share: float, mask: np.ndarray, learn: np.ndarray,
+                             idx: np.ndarray, out: list[tuple[Any, int]]) -> None:
+        """Keep the state of a share of engine ``e``'s learner tribute decisions with a
+        choice, before they are played."""
+        choice = learn & tribute_rows(mask) & (mask.sum(axis=1) > 1)
+        rows = np.flatnonzero(choice)
+        if not len(rows):
+            return
+        rows = rows[self.cf_rng.random(len(rows)) < share]
+        eng = self.engines[e]
+        for b in rows:
+            out.append((eng.to_state(int(b)), int(idx[b])))
+
+    def _counterfactual(self, cf: list[list[tuple[Any, int]]], acting: ActingPolicy,
+                        ro: Rollout) -> None:
+        """The counterfactual values of the kept tribute decisions (every class of choice
+        played out to the end of the round by the acting policy, greedy), per table size."""
+        index, qs = [], []
+        for kept in cf:
+            if not kept:
+                continue
+            at = np.array([i for _, i in kept], np.int64)
+            states = [s for s, _ in kept]
+            seats = [s.current for s in states]
+            q = counterfactual_values(states, seats, ro.mask[at], acting.greedy, acting.greedy,
+                                      self.cfg.max_players, int(self.cf_rng.integers(2**62)),
+                                      per_class=True, rng=self.cf_rng)
+            index.append(at)
+            qs.append(q.astype(np.float32))
+        if index:
+            ro.cf_index = np.concatenate(index)
+            ro.cf_q = np.concatenate(qs)
+            ro.cf_probs = acting.probs(ro.obs[ro.cf_index], ro.mask[ro.cf_index])
 
     @staticmethod
     def _before(e: int, pend: np.ndarray, idx: np.ndarray, seat: np.ndarray,
@@ -714,11 +801,6 @@ class Collector:
                     ro.bootstrap[p[has]] = value_fn(obs[has])
 
 
-def tribute_rows(mask: np.ndarray) -> np.ndarray:
-    """Which decisions are tribute decisions (an ask or a give-back is legal, R31..R33)."""
-    return mask[:, ASK_BASE:].any(axis=1)
-
-
 def advantages(ro: Rollout, T: int, B: int, gamma: float, lam: float,
                tribute_lam: float | None = None) -> np.ndarray:
     """GAE over each seat's own trajectory (its decisions in order, ``next_index``).
@@ -740,6 +822,25 @@ def advantages(ro: Rollout, T: int, B: int, gamma: float, lam: float,
         delta = ro.reward[sl] + gamma * next_v - ro.value[sl]
         adv[sl] = np.where(ro.learner[sl], delta + gamma * lams[sl] * next_adv, 0.0)
     return adv
+
+
+def counterfactual_batch(ro: Rollout) -> dict[str, np.ndarray]:
+    """The counterfactual tribute rows of a rollout as the learner trains on them: the
+    observation, mask, behaviour probabilities ``probs`` (and their logs, 0 where illegal)
+    and each legal action's advantage ``A(a) = Q(a) - sum_b pi_b(b) Q(b)``, divided by the
+    behaviour policy's root mean square of ``A`` over every row (as PPO normalises its
+    advantages); 0 where illegal. Rows whose actions all have the same value add nothing."""
+    mask = ro.mask[ro.cf_index]
+    probs = np.where(mask, np.maximum(ro.cf_probs, 1e-8), 0.0).astype(np.float32)
+    probs /= probs.sum(axis=1, keepdims=True)
+    q = np.where(mask, np.nan_to_num(ro.cf_q), 0.0)
+    adv = np.where(mask, q - (probs * q).sum(axis=1, keepdims=True), 0.0)
+    scale = float(np.sqrt((probs * adv ** 2).sum(axis=1).mean()))
+    adv = adv / (scale + 1e-8)
+    return {"obs": np.ascontiguousarray(ro.obs[ro.cf_index]), "mask": mask,
+            "probs": probs, "logp_b": np.where(mask, np.log(probs + (~mask)), 0.0
+                                                ).astype(np.float32),
+            "adv": adv.astype(np.float32)}
 
 
 # ---------------------------------------------------------------------------------------
@@ -775,22 +876,33 @@ class Learner:
         n = len(idx)
         stats = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "clip_frac": 0.0,
                  "approx_kl": 0.0}
+        cf = counterfactual_batch(ro) if len(ro.cf_index) else None
+        if cf is not None:
+            stats["cf_loss"] = 0.0
+            cf = {k: torch.from_numpy(v) for k, v in cf.items()}
         count = 0
         # equal minibatches of at most ``minibatch`` decisions: no tiny remainder whose
         # advantages could not be normalised (one decision has no standard deviation)
         parts = -(-n // cfg.minibatch)
         for _ in range(cfg.epochs):
             perm = torch.randperm(n, generator=self.gen)
-            for mb in torch.tensor_split(perm, parts):
+            # the counterfactual rows, spread over the same minibatches (drawn only when
+            # there are some, so that a run without them draws as before)
+            cf_parts = (torch.tensor_split(torch.randperm(len(cf["obs"]), generator=self.gen),
+                                           parts) if cf is not None else [None] * parts)
+            for mb, cmb in zip(torch.tensor_split(perm, parts), cf_parts, strict=True):
                 if self.before_minibatch is not None:
                     self.before_minibatch()
-                s = self._minibatch({k: v[mb] for k, v in t.items()})
+                s = self._minibatch({k: v[mb] for k, v in t.items()},
+                                    None if cmb is None or cf is None or not len(cmb)
+                                    else {k: v[cmb] for k, v in cf.items()})
                 for k in stats:
-                    stats[k] += s[k]
+                    stats[k] += s.get(k, 0.0)
                 count += 1
         return {k: v / max(count, 1) for k, v in stats.items()}
 
-    def _minibatch(self, b: dict[str, Any]) -> dict[str, float]:
+    def _minibatch(self, b: dict[str, Any], cf: dict[str, Any] | None = None
+                   ) -> dict[str, float]:
         torch = self.torch
         cfg = self.cfg
         logits, v = self.model(b["obs"], b["mask"])
@@ -807,6 +919,9 @@ class Learner:
         ent = -(probs * logp_all.masked_fill(~b["mask"], 0.0)).sum(-1)
         entropy = (ent * w).sum() / w.sum()
         loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
+        cf_loss = self._cf_loss(cf) if cf is not None else None
+        if cf_loss is not None:
+            loss = loss + cfg.tribute_cf_coef * cf_loss
         if not torch.isfinite(loss):
             raise FloatingPointError(
                 f"the PPO loss is not finite (policy {policy_loss.item()}, value "
@@ -821,8 +936,25 @@ class Learner:
         with torch.no_grad():
             kl = ((ratio - 1) - (logp - b["logp"])).mean().item()
             clip = ((ratio - 1).abs() > cfg.clip_range).float().mean().item()
-        return {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(),
-                "entropy": entropy.item(), "clip_frac": clip, "approx_kl": kl}
+        out = {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(),
+               "entropy": entropy.item(), "clip_frac": clip, "approx_kl": kl}
+        if cf_loss is not None:
+            out["cf_loss"] = cf_loss.item()
+        return out
+
+    def _cf_loss(self, cf: dict[str, Any]) -> Any:
+        """The all-action clipped surrogate of the counterfactual tribute rows: for each, the
+        behaviour policy's expectation over its legal actions ``a`` of PPO's clipped
+        objective with the ratio ``pi(a) / pi_b(a)`` and the advantage ``A(a)``
+        (:func:`counterfactual_batch`), negated."""
+        torch = self.torch
+        eps = self.cfg.clip_range
+        logits, _ = self.model(cf["obs"], cf["mask"])
+        logp = torch.log_softmax(logits, -1).masked_fill(~cf["mask"], 0.0)
+        ratio = torch.exp(logp - cf["logp_b"])
+        adv = cf["adv"]
+        obj = torch.min(ratio * adv, ratio.clamp(1 - eps, 1 + eps) * adv)
+        return -(cf["probs"] * obj).sum(-1).mean()
 
 
 # ---------------------------------------------------------------------------------------
@@ -1088,7 +1220,7 @@ class Run:
             ro, info = self.remote.next_rollout()
         else:
             ro, info = self.collector.collect(self.acting.act, self._snapshot_fns(),
-                                              self.acting.value)
+                                              self.acting.value, self.acting)
         t1 = time.perf_counter()
         with self.hold:  # a Ctrl-C waits for the update and its counts: the state stays whole
             adv = advantages(ro, cfg.rollout_steps, self.batch, cfg.gamma,
@@ -1102,7 +1234,8 @@ class Run:
             self.updates += 1
             self.seconds += t2 - t0
         stats.update(samples=n, learning_rate=lr, collect_s=t1 - t0, update_s=t2 - t1,
-                     samples_per_s=n / (t2 - t0), rounds=info["rounds"])
+                     samples_per_s=n / (t2 - t0), rounds=info["rounds"],
+                     cf_states=info.get("cf_states", 0))
         if self.remote is not None:  # collect_s: how long the learner waited for the rollout
             stats.update(lag=info["lag"], collector_s=info["collect_s"],
                          dropped=self.remote.dropped)

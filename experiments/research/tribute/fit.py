@@ -69,9 +69,13 @@ from dragons_egg.agents.heads import (
     tribute_row,
 )
 from dragons_egg.experiments.common.settings import config_cli
-from dragons_egg.experiments.training.selfplay import tribute_rows
+from dragons_egg.experiments.training import counterfactual as cf
+from dragons_egg.experiments.training.counterfactual import (
+    COLUMN_GROUP,
+    tribute_rows,
+)
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
-from dragons_egg_env.cards import EGG, NUM_NUMBERS
+from dragons_egg_env.cards import NUM_NUMBERS
 from dragons_egg_env.config import TABLE_SIZES, RulesConfig
 from dragons_egg_env.extras import require_cli
 
@@ -190,67 +194,17 @@ def _play_actions(policy, heur, play: str, obs: np.ndarray, mask: np.ndarray) ->
     return heur(obs, mask)
 
 
-def action_classes(legal: np.ndarray) -> np.ndarray:
-    """The class of each legal tribute action: the cards of one number, or the dragon cards,
-    asked for or given back, form a class (their suits, and which dragon card, cannot change
-    the game, R7); the pass and the Egg are classes of their own."""
-    legal = np.asarray(legal)
-    cls = np.where(legal >= ASK_BASE, COLUMN_GROUP[np.maximum(legal - ASK_BASE, 0)], -2)
-    return np.where(cls == -1, -1 - legal, cls)  # the Egg: a class of its own
-
-
 def counterfactual_values(policy, states, seats, masks: np.ndarray, play: str, seed: int,
                           per_class: bool = False) -> np.ndarray:
     """``Q[i, a]``: the round reward of ``seats[i]`` after action ``a`` in ``states[i]`` and
     the rest of the round played by ``play`` (the Dragon's later tribute by the heuristic);
-    NaN where ``a`` is not legal. With ``per_class``, one action of each class of
-    :func:`action_classes`, drawn at random, is played out and its value is every member's:
-    the members are interchangeable in play and the deal is uniform, so the value of each is
-    unbiased over deals, for a third of the play-outs in the ask phase."""
-    from dragons_egg_env.vector import VectorEngine
-
+    NaN where ``a`` is not legal (:func:`dragons_egg.experiments.training.counterfactual.
+    counterfactual_values`, with ``per_class`` one play-out per class of
+    :func:`~dragons_egg.experiments.training.counterfactual.action_classes`)."""
     heur = _heuristic(policy.max_players)
-    rng = np.random.default_rng((seed, 1))  # the representatives (the engine gets ``seed``)
-    owner, cand, shared = [], [], []
-    for i, mk in enumerate(masks):
-        legal = np.flatnonzero(mk)
-        if per_class:
-            cls = action_classes(legal)
-            for c in np.unique(cls):
-                members = legal[cls == c]
-                owner.append(i)
-                cand.append(int(members[rng.integers(len(members))]))
-                shared.append(members)
-        else:
-            owner += [i] * len(legal)
-            cand += legal.tolist()
-            shared += [[a] for a in legal]
-    owner_a, cand_a = np.array(owner), np.array(cand, np.int64)
-    # trusted: the states are the engine's own (gather_states takes them with to_state).
-    eng = VectorEngine.from_states([states[i] for i in owner], max_players=policy.max_players,
-                                   seed=seed, record=False, trusted=True)
-    decider = np.array(seats)[owner_a]
-    q = np.full(masks.shape, np.nan)
-    active = np.ones(len(owner), bool)
-    st = eng.step(cand_a)
-    while True:
-        ended = active & st.round_ended
-        if ended.any():
-            rows = np.flatnonzero(ended)
-            q[owner_a[rows], cand_a[rows]] = st.rewards[rows, decider[rows]]
-            active &= ~ended
-        if not active.any():
-            for row, members in enumerate(shared):
-                q[owner_a[row], members] = q[owner_a[row], cand_a[row]]
-            return q
-        acts = np.argmax(st.mask, axis=1)  # finished copies: any legal action, unread
-        trib = active & tribute_rows(st.mask)
-        if trib.any():
-            acts[trib] = heur(st.obs[trib], st.mask[trib])
-        rest = active & ~trib
-        if rest.any():
-            acts[rest] = _play_actions(policy, heur, play, st.obs[rest], st.mask[rest])
-        st = eng.step(acts)
+    return cf.counterfactual_values(
+        states, seats, masks, functools.partial(_play_actions, policy, heur, play), heur,
+        policy.max_players, seed, per_class)
 
 
 def run_chunk(task: tuple[str, int, int, str, int, float, int, bool]) -> dict[str, Any]:
@@ -279,11 +233,7 @@ def run_chunk(task: tuple[str, int, int, str, int, float, int, bool]) -> dict[st
 #: -1: the
 #: Egg, which has no count term).
 NCOL = NUM_ACTIONS - ASK_BASE
-_CARD = np.r_[np.arange(GIVE_BASE - ASK_BASE), np.arange(NUM_ACTIONS - GIVE_BASE)]
 _GIVE = np.r_[np.zeros(GIVE_BASE - ASK_BASE, int), np.ones(NUM_ACTIONS - GIVE_BASE, int)]
-#: The card group of each tribute column (``ASK_BASE`` on): number - 1 for a numbered card,
-#: ``NUM_NUMBERS`` for a dragon card, -1 for the Egg.
-COLUMN_GROUP = np.where(_CARD < 4 * NUM_NUMBERS, _CARD // 4, np.where(_CARD < EGG, NUM_NUMBERS, -1))
 #: Parameters of the fit: a bias per column, a weight per (tribute context, group, count held)
 #: (the rows of a ``tribute`` head's ``pi_counts``) and a weight per phase on the old
 #: policy's logits.
@@ -771,5 +721,5 @@ if __name__ == "__main__":
 
 
 __all__ = ["TributeFitConfig", "fit", "gather", "gather_states", "counterfactual_values",
-           "features", "design", "solve", "fitted_policy", "evaluate", "load_data", "COLUMN_GROUP",
+           "features", "design", "solve", "fitted_policy", "evaluate", "load_data",
            "concat_chunks", "interval", "main"]

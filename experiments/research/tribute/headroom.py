@@ -60,14 +60,13 @@ from dragons_egg.agents.heads import group_counts, tribute_context, tribute_row
 from dragons_egg.agents.heuristic import HeuristicAgent
 from dragons_egg.experiments.common.args import int_range, table_size
 from dragons_egg.experiments.research.tribute.fit import (
-    COLUMN_GROUP,
     PLAY_POLICIES,
-    action_classes,
     concat_chunks,
     file_digest,
     interval,
     load_data,
 )
+from dragons_egg.experiments.training.counterfactual import COLUMN_GROUP, action_classes
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
 from dragons_egg_env.cards import NUM_NUMBERS
 from dragons_egg_env.extras import require_cli

@@ -15,6 +15,7 @@ from dragons_egg.agents.heads import TRIBUTE_FEATURES
 from dragons_egg.agents.heuristic import HeuristicAgent
 from dragons_egg.agents.netpolicy import NetPolicy, load_policy_file
 from dragons_egg.experiments.research.tribute import fit as T
+from dragons_egg.experiments.training import counterfactual as cf
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
 from dragons_egg_env.cards import BEAST, DRAGON_MASK
@@ -49,7 +50,7 @@ def test_counterfactual_values_are_the_scalar_engine_played_out(tmp_path):
     assert len(set(scalar.values())) > 1  # the asks differ on this deal
     # per class: one card of each number (or the dragon cards) played out, its value shared
     legal = np.flatnonzero(mask)
-    cls = T.action_classes(legal)
+    cls = cf.action_classes(legal)
     assert len(np.unique(cls)) < len(legal)
     for seed in range(3):
         qc = T.counterfactual_values(policy, [s], [dragon], mask[None], "heuristic", seed=seed,
@@ -178,9 +179,9 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys):
 
 def test_action_classes_join_suits_and_dragon_cards_only():
     asks = [PASS, ASK_BASE + 8, ASK_BASE + 11, ASK_BASE + 12, ASK_BASE + 40, ASK_BASE + 43]
-    c = T.action_classes(np.array(asks))
+    c = cf.action_classes(np.array(asks))
     assert c[1] == c[2] and c[4] == c[5]  # 3E, 3L; Beast, Executioner
     assert len({c[0], c[1], c[3], c[4]}) == 4  # pass, the 3s, a 4, the dragon cards
     gives = np.array([GIVE_BASE + 8, GIVE_BASE + 9, GIVE_BASE + 44, GIVE_BASE + 41])
-    g = T.action_classes(gives)
+    g = cf.action_classes(gives)
     assert g[0] == g[1] and len({g[0], g[2], g[3]}) == 3  # the Egg is a class of its own

@@ -1,0 +1,165 @@
+"""Tribute learned in the trainer: counterfactual values of tribute choices
+(dragons_egg.experiments.training.counterfactual) and the self-play trainer's use of them
+(``tribute_counterfactual``: R31..R33 decisions played out, the all-action surrogate)."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("numba")
+
+from support import tiny, tribute_state  # noqa: E402
+
+from dragons_egg.experiments.training import counterfactual as cf  # noqa: E402
+from dragons_egg.experiments.training import selfplay  # noqa: E402
+from dragons_egg.experiments.training.distributed import (  # noqa: E402
+    CollectorWorker,
+    model_weights,
+)
+from dragons_egg.experiments.training.selfplay import Run  # noqa: E402
+from dragons_egg_env import engine as E  # noqa: E402
+from dragons_egg_env.actions import ASK_BASE, NUM_ACTIONS, PASS  # noqa: E402
+
+
+def first_legal(obs, mask):
+    """A deterministic policy that reads nothing but the mask."""
+    return np.argmax(mask, axis=1)
+
+
+def last_legal(obs, mask):
+    return mask.shape[1] - 1 - np.argmax(mask[:, ::-1], axis=1)
+
+
+@pytest.mark.parametrize("n", [2, 4, 6])
+def test_values_are_the_round_played_out_on_the_scalar_engine(n):
+    """Q(s, a) is the deciding seat's round reward (R27) after ``a`` (an ask, R31) when the
+    given policies play the rest of the round (play: the first legal action; later tribute
+    choices, R32/R33: the last) on the scalar engine."""
+    s = tribute_state(seed=5, n=n)
+    dragon = s.current
+    assert s.phase == E.ASK
+    mask = np.zeros(NUM_ACTIONS, bool)
+    mask[E.legal_actions(s)] = True
+    q = cf.counterfactual_values([s], [dragon], mask[None], first_legal, last_legal, 8,
+                                 seed=0)[0]
+    assert np.isnan(q[~mask]).all() and not np.isnan(q[mask]).any()
+    for a in np.flatnonzero(mask):
+        t = s.clone()
+        E.step(t, int(a))
+        rounds = len(t.results)
+        while len(t.results) == rounds:
+            acts = E.legal_actions(t)
+            tribute = t.phase in (E.ASK, E.GIVE)
+            E.step(t, acts[-1] if tribute else acts[0])
+        assert q[a] == t.results[-1].rewards[dragon], a
+    # per class: one card of each number, one dragon card, the pass; the value is shared
+    legal = np.flatnonzero(mask)
+    cls = cf.action_classes(legal)
+    qc = cf.counterfactual_values([s], [dragon], mask[None], first_legal, last_legal, 8,
+                                  seed=1, per_class=True)[0]
+    for c in np.unique(cls):
+        assert len(set(qc[legal[cls == c]])) == 1
+    assert qc[PASS] == q[PASS]
+
+
+def test_the_collector_values_a_share_of_the_learners_tribute_choices(tmp_path):
+    """With ``tribute_counterfactual`` the rollout is the same as without (the values are
+    taken on copies, with a generator of their own), and the values are those of the kept
+    decisions: learner tribute decisions with a choice, every legal action valued."""
+    rollouts = {}
+    for share in (0.0, 0.5, 1.0):
+        run = Run(tiny(tmp_path, run_name=f"s{share}", seed=2, num_rounds=3, rollout_steps=60,
+                       tribute_counterfactual=share))
+        ro, info = run.collector.collect(run.acting.act, [], run.acting.value, run.acting)
+        rollouts[share] = ro
+        assert info["cf_states"] == len(ro.cf_index)
+    base = rollouts[0.0]
+    assert len(base.cf_index) == 0
+    choice = base.learner & selfplay.tribute_rows(base.mask) & (base.mask.sum(axis=1) > 1)
+    assert choice.sum() >= 5
+    for share in (0.5, 1.0):
+        ro = rollouts[share]
+        for k in ("obs", "mask", "action", "logp", "reward", "next_index"):
+            assert np.array_equal(getattr(ro, k), getattr(base, k)), k
+        assert choice[ro.cf_index].all()
+        legal = ro.mask[ro.cf_index]
+        assert np.isfinite(ro.cf_q[legal]).all() and np.isnan(ro.cf_q[~legal]).all()
+        assert np.allclose(ro.cf_probs.sum(axis=1), 1.0, atol=1e-5)
+        assert (ro.cf_probs[~legal] == 0).all()
+    assert len(rollouts[1.0].cf_index) == choice.sum()
+    assert 0 < len(rollouts[0.5].cf_index) < choice.sum()
+
+
+def test_without_the_acting_policy_it_is_an_error(tmp_path):
+    run = Run(tiny(tmp_path, tribute_counterfactual=0.5))
+    with pytest.raises(ValueError, match="tribute_counterfactual needs the acting policy"):
+        run.collector.collect(run.acting.act, [], run.acting.value)
+
+
+def test_the_batch_centres_the_values_on_the_behaviour_policy():
+    mask = np.zeros((2, NUM_ACTIONS), bool)
+    mask[0, [PASS, ASK_BASE, ASK_BASE + 4]] = True
+    mask[1, [ASK_BASE, ASK_BASE + 1]] = True
+    q = np.full((2, NUM_ACTIONS), np.nan, np.float32)
+    q[0, [PASS, ASK_BASE, ASK_BASE + 4]] = [0.0, 1.0, -1.0]
+    q[1, [ASK_BASE, ASK_BASE + 1]] = 0.5  # no choice matters: no signal
+    probs = np.where(mask, 1.0, 0.0) / mask.sum(axis=1, keepdims=True)
+    ro = selfplay.Rollout(
+        obs=np.zeros((2, 3), np.float32), mask=mask, action=np.zeros(2, np.int64),
+        logp=np.zeros(2, np.float32), value=np.zeros(2, np.float32),
+        learner=np.ones(2, bool), reward=np.zeros(2, np.float32),
+        terminal=np.zeros(2, bool), next_index=np.full(2, -1), bootstrap=np.zeros(2),
+        seat=np.zeros(2, np.int64), cf_index=np.array([0, 1]), cf_q=q,
+        cf_probs=probs.astype(np.float32))
+    b = selfplay.counterfactual_batch(ro)
+    assert (b["adv"][~mask] == 0).all()
+    assert (b["probs"] * b["adv"]).sum(axis=1) == pytest.approx([0, 0], abs=1e-6)
+    assert np.all(b["adv"][1] == 0)
+    # the root mean square of the advantage under the behaviour policy is 1
+    assert np.sqrt((b["probs"] * b["adv"] ** 2).sum(axis=1).mean()) == pytest.approx(1.0)
+    a0 = b["adv"][0]
+    assert a0[ASK_BASE] > a0[PASS] > a0[ASK_BASE + 4]
+
+
+def expected_q(run, ro):
+    obs, mask = ro.obs[ro.cf_index], ro.mask[ro.cf_index]
+    p = run.acting.probs(obs, mask)
+    return float((p * np.nan_to_num(ro.cf_q)).sum(axis=1).mean())
+
+
+def test_the_surrogate_moves_the_tribute_towards_the_better_choices(tmp_path):
+    """An update with the counterfactual loss raises the expected value of the tribute
+    choices it was computed on far more than the same update without it."""
+    gains = {}
+    for coef in (0.0, 1.0):
+        run = Run(tiny(tmp_path, run_name=f"c{coef}", seed=4, rollout_steps=60, epochs=4,
+                       learning_rate=3e-3, tribute_counterfactual=1.0, tribute_cf_coef=coef))
+        ro, _ = run.collector.collect(run.acting.act, [], run.acting.value, run.acting)
+        assert len(ro.cf_index) >= 5
+        before = expected_q(run, ro)
+        adv = selfplay.advantages(ro, run.cfg.rollout_steps, run.batch, 1.0, 0.95)
+        stats = run.learner.update(ro, adv)
+        assert ("cf_loss" in stats) == (coef > 0) or coef == 0
+        gains[coef] = expected_q(run, ro) - before
+    assert gains[1.0] > 0
+    assert gains[1.0] > gains[0.0] + 0.01
+
+
+def test_a_collector_actor_values_tribute_choices_too(tmp_path):
+    """The Ray collectors' code (here without Ray) returns the values with the rollout."""
+    cfg = tiny(tmp_path, rollout_steps=60, tribute_counterfactual=1.0, num_rounds=3)
+    run = Run(cfg)
+    worker = CollectorWorker(dict(vars(cfg)), 0, 0)
+    ro, info = worker.collect(model_weights(run.learner.model), (0, []))
+    assert info["cf_states"] == len(ro.cf_index) > 0
+    assert np.isfinite(ro.cf_q[ro.mask[ro.cf_index]]).all()
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"tribute_counterfactual": 1.5}, "tribute_counterfactual"),
+    ({"tribute_counterfactual": -0.1}, "tribute_counterfactual"),
+    ({"tribute_cf_coef": -1.0}, "tribute_cf_coef"),
+])
+def test_bad_counterfactual_settings_are_named(tmp_path, bad, message):
+    with pytest.raises(ValueError, match=message):
+        tiny(tmp_path, **bad).validate()
