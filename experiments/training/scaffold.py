@@ -51,6 +51,13 @@ class RunSettings:
     eval_opponents: tuple[str, ...] = ("heuristic",)
     #: Processes that play an evaluation's matches.
     eval_workers: int = 1
+    #: Agent specs too slow to share every evaluation's matches (``ismcts``): at each
+    #: evaluation each is played in a tournament of its own (the learner in one seat, that
+    #: agent in the others) of ``eval_search_matches`` matches, and adds its ``diff_<spec>``
+    #: columns to the row and a line to the learning curve.
+    eval_search: tuple[str, ...] = ()
+    #: Duplicate matches of each ``eval_search`` evaluation.
+    eval_search_matches: int = 40
     #: Save a checkpoint every this many samples or timesteps (0: only at the end).
     checkpoint_every: int = 0
     #: Torch's threads (1: on 2 cores more made updates ~10x slower while the other core was
@@ -78,15 +85,33 @@ class RunSettings:
         check_fields(self)
         lo, hi = SEED_RANGE
         check_range(lo <= self.seed <= hi, "seed", self.seed, f"in {lo}..{hi}")
-        for name in ("eval_matches", "eval_workers", "torch_threads"):
+        for name in ("eval_matches", "eval_workers", "torch_threads", "eval_search_matches"):
             check_range(getattr(self, name) >= 1, name, getattr(self, name), ">= 1")
         for name in ("eval_every", "checkpoint_every"):
             check_range(getattr(self, name) >= 0, name, getattr(self, name), ">= 0")
-        if self.eval_opponents:
+        if self.eval_opponents or self.eval_search:
             from dragons_egg.agents import parse_spec
 
-            for spec in self.eval_opponents:
+            for spec in (*self.eval_opponents, *self.eval_search):
                 parse_spec(spec)
+
+    def evaluate(self, me: str, *, players: int, seed: int, num_rounds: int,
+                 rules: dict[str, Any] | None = None) -> dict[str, float]:
+        """One evaluation of the agent spec ``me``: against ``eval_opponents`` (in turn, one
+        tournament of ``eval_matches``), then against each of ``eval_search`` (a tournament of
+        its own of ``eval_search_matches``, whose ``diff_<spec>`` figures join the row); the
+        row of :func:`~dragons_egg.experiments.evaluation.versus.evaluate_agent`."""
+        from dragons_egg.experiments.evaluation.versus import evaluate_agent
+
+        common: dict[str, Any] = dict(players=players, num_rounds=num_rounds, rules=rules,
+                                      workers=self.eval_workers)
+        row = (evaluate_agent(me, self.eval_opponents, matches=self.eval_matches, seed=seed,
+                              **common) if self.eval_opponents else {})
+        for k, spec in enumerate(self.eval_search, start=1):
+            extra = evaluate_agent(me, [spec], matches=self.eval_search_matches,
+                                   seed=seed + 104_729 * k, **common)
+            row.update({key: v for key, v in extra.items() if key.startswith(f"diff_{spec}")})
+        return row
 
     @classmethod
     def from_dict(cls: type[S], data: dict[str, Any]) -> S:

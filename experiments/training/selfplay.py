@@ -68,7 +68,6 @@ from dragons_egg.experiments.common.settings import (
     module_prog,
     require,
 )
-from dragons_egg.experiments.evaluation.versus import evaluate_agent
 from dragons_egg.experiments.training.counterfactual import (
     counterfactual_values,
     tribute_rows,
@@ -1268,11 +1267,9 @@ class Run:
                              self.dir / "policies" / f"policy_{self.samples}.npz",
                              self._provenance())
         row = {"samples": self.samples, "seconds": round(self.seconds, 1)}
-        if cfg.eval_opponents:
-            row.update(evaluate_agent(
-                f"net:path={path}", cfg.eval_opponents, players=cfg.eval_players,
-                matches=cfg.eval_matches, seed=cfg.seed + 7919 * len(self.history),
-                num_rounds=cfg.num_rounds, workers=cfg.eval_workers))
+        row.update(cfg.evaluate(f"net:path={path}", players=cfg.eval_players,
+                                seed=cfg.seed + 7919 * len(self.history),
+                                num_rounds=cfg.num_rounds))
         self.eval_seconds += time.perf_counter() - t0
         self.history.append(row)
         self.output.add_eval(row)

@@ -72,7 +72,7 @@ from dragons_egg.experiments.common.settings import (
     module_prog,
     require,
 )
-from dragons_egg.experiments.evaluation.versus import evaluate_agent, format_estimate
+from dragons_egg.experiments.evaluation.versus import format_estimate
 from dragons_egg.experiments.training.scaffold import RunSettings, TrainerCommand, trainer_command
 from dragons_egg_env.extras import require_cli
 
@@ -290,9 +290,8 @@ def evaluate(model_path: Path, cfg: TrainConfig, seed: int) -> dict[str, Any]:
     """The policy at ``model_path`` against ``eval_opponents`` at the largest table size
     (:func:`~dragons_egg.experiments.evaluation.versus.evaluate_agent`, as every trainer)."""
     me = f"ppo:path={model_path},trust=1"  # the copy this run just saved
-    return evaluate_agent(me, cfg.eval_opponents, players=cfg.max_players,
-                          matches=cfg.eval_matches, seed=seed, num_rounds=cfg.num_rounds,
-                          rules=cfg.rules, workers=cfg.eval_workers)
+    return cfg.evaluate(me, players=cfg.max_players, seed=seed, num_rounds=cfg.num_rounds,
+                        rules=cfg.rules)
 
 
 def _checkpoint_meta(path: Path) -> dict[str, Any]:

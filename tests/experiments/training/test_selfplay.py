@@ -170,6 +170,35 @@ def test_short_run_with_league_and_evaluation(tmp_path):
     assert summary["samples"] == run.samples >= 600
 
 
+def test_the_evaluation_can_include_a_search_opponent_with_fewer_matches(tmp_path,
+                                                                        monkeypatch):
+    """``eval_search`` agents (ISMCTS) get a tournament of their own, of
+    ``eval_search_matches``, whose difference joins the row, eval.csv and the curve."""
+    from dragons_egg.experiments.evaluation import versus
+
+    calls = []
+    real = versus.evaluate_agent
+
+    def recording(me, opponents, **kw):
+        calls.append((list(opponents), kw["matches"], kw["seed"]))
+        return real(me, opponents, **kw)
+    monkeypatch.setattr(versus, "evaluate_agent", recording)
+    cfg = tiny(tmp_path, total_samples=144, eval_opponents=("greedy",),
+               eval_search=("ismcts:iterations=2",), eval_search_matches=4, eval_players=2,
+               eval_matches=6, num_rounds=1)
+    run = Run(cfg)
+    run.train()
+    assert [c[:2] for c in calls] == [(["greedy"], 6), (["ismcts:iterations=2"], 4)]
+    assert calls[0][2] != calls[1][2]  # other deals
+    row = run.history[-1]
+    assert {"diff_greedy", "diff_ismcts:iterations=2"} <= set(row)
+    assert "mean_score" in row  # the main evaluation's own figures stay
+    header = (run.dir / "eval.csv").read_text().splitlines()[0].split(",")
+    assert "diff_ismcts:iterations=2" in header
+    with pytest.raises(ValueError, match="eval_search_matches"):
+        tiny(tmp_path, eval_search_matches=0).validate()
+
+
 @pytest.mark.parametrize("argv,needle", [
     (["--total-samples", "0"], "total_samples must be >= 1"),
     (["--table-sizes", "9"], "table size 9"),
