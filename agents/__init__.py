@@ -6,9 +6,10 @@
 An agent spec is one of
 
 - ``NAME`` or ``NAME:key=value,key=value``: a registered agent (the built-in kinds ``random``,
-  ``greedy``, ``heuristic``, ``ismcts``, ``ppo``, ``ppo-0.1``, ``net``, ``rllib``; kinds added with
-  :func:`register`) or one an installed package declares in the entry-point group
-  ``dragons_egg.agents`` (:data:`ENTRY_POINT_GROUP`, loaded when the name is first used);
+  ``greedy``, ``heuristic``, ``ismcts``, ``ismcts-net``, ``ppo``, ``ppo-0.1``, ``net``,
+  ``rllib``; kinds added with :func:`register`) or one an installed package declares in the
+  entry-point group ``dragons_egg.agents`` (:data:`ENTRY_POINT_GROUP`, loaded when the name is
+  first used);
 - ``MODULE:CLASS`` or ``MODULE:CLASS:key=value,...``: a subclass of :class:`Agent` (or a
   factory function) in an importable module, such as ``my_bots:CautiousBot`` (a module in
   the current directory will do). A second part without ``=`` names the class; a
@@ -46,6 +47,7 @@ from dragons_egg_env.extras import MissingExtraError
 from .base import Agent, legal_from_mask
 from .heuristic import HeuristicAgent
 from .ismcts import ISMCTSAgent
+from .ismcts_net import NetISMCTSAgent
 from .ppo import NetAgent, PPOAgent, PreviousPPOAgent
 from .rllib_agent import RLlibAgent
 from .simple import GreedyAgent, RandomAgent
@@ -407,6 +409,7 @@ class AgentSpec:
 
 for _name, _factory in (("random", RandomAgent), ("greedy", GreedyAgent),
                         ("heuristic", HeuristicAgent), ("ismcts", ISMCTSAgent),
+                        ("ismcts-net", NetISMCTSAgent),
                         # torch/SB3 and ray load only when a ppo or rllib agent is made
                         ("ppo", PPOAgent), ("ppo-0.1", PreviousPPOAgent),
                         ("rllib", RLlibAgent), ("net", NetAgent)):
@@ -414,7 +417,7 @@ for _name, _factory in (("random", RandomAgent), ("greedy", GreedyAgent),
     _BUILTIN.add(_name)
 
 __all__ = ["Agent", "AgentSpec", "RandomAgent", "GreedyAgent", "HeuristicAgent", "ISMCTSAgent",
-           "NetAgent",
+           "NetISMCTSAgent", "NetAgent",
            "register", "registrations", "restore_registrations", "make_agent", "parse_spec",
            "available", "table_limit", "check_spec_for_table", "AgentSpecError",
            "MissingExtraSpecError", "PreviousPPOAgent",

@@ -45,7 +45,7 @@ from typing import IO, Any
 import numpy as np
 import numpy.typing as npt
 
-from dragons_egg_env.actions import NUM_ACTIONS
+from dragons_egg_env.actions import ASK_BASE, NUM_ACTIONS
 from dragons_egg_env.config import TABLE_SIZES
 from dragons_egg_env.observation import (
     MaskArray,
@@ -105,6 +105,9 @@ class NetPolicy:
         self.pi_gate = pi_gate
         self._head = additive_head(self.heads)
         _check_head_arrays(self.heads, pi_counts, pi_gate)
+        #: ``pi_counts`` adds nothing to the play actions (the tribute heads' fits leave those
+        #: columns at 0): its term is skipped where no tribute action is legal, exactly.
+        self._tribute_only = pi_counts is not None and not pi_counts[:, :ASK_BASE].any()
         self.meta = meta
         self.max_players = int(meta["max_players"])
         #: Length of the observations it takes (``layout(max_players).size``).
@@ -146,10 +149,17 @@ class NetPolicy:
         (:func:`dragons_egg_env.observation.pad`); another length is a ``ValueError`` that
         names both seat counts."""
         x = self._checked(obs)
-        z: FloatArray = self._trunk(x) @ self.pi[0] + self.pi[1]
+        return self._masked_logits(x, self._trunk(x), mask)
+
+    def _masked_logits(self, x: FloatArray, h: FloatArray, mask: MaskArray) -> FloatArray:
+        """The policy head on the trunk's output ``h`` of the (checked) observations ``x``:
+        the network's logits, gated and with the additive head's term as the file's heads
+        say, masked."""
+        z: FloatArray = h @ self.pi[0] + self.pi[1]
         if self.pi_gate is not None:
             z = z * self.pi_gate[size_index(x, self.max_players)]
-        if self.pi_counts is not None:
+        if self.pi_counts is not None and (
+                not self._tribute_only or np.asarray(mask)[..., ASK_BASE:].any()):
             z = z + self.count_term(x)
         return np.where(np.asarray(mask, dtype=bool), z, np.float32(-np.inf))
 
@@ -163,9 +173,23 @@ class NetPolicy:
 
     def value(self, obs: ObsArray) -> FloatArray:
         """The value estimate of each observation."""
-        h = self._trunk(self._checked(obs))
+        return self._value(self._trunk(self._checked(obs)))
+
+    def _value(self, h: FloatArray) -> FloatArray:
+        """The value head on the trunk's output ``h``."""
         out: FloatArray = h @ self.v[0] + self.v[1]
         return out[..., 0]
+
+    def logits_and_value(self, obs: ObsArray, mask: MaskArray, row: int | None = None
+                         ) -> tuple[FloatArray, FloatArray]:
+        """``(logits(obs, mask), value(obs))`` with the shared layers computed once: what a
+        search that needs both calls (``ismcts-net``). With ``row``, ``obs`` is a batch and the
+        logits are those of ``obs[row]`` alone (``mask`` its mask), the values every row's."""
+        x = self._checked(obs)
+        h = self._trunk(x)
+        if row is None:
+            return self._masked_logits(x, h, mask), self._value(h)
+        return self._masked_logits(x[row], h[row], mask), self._value(h)
 
     def save(self, path: str | Path) -> Path:
         """Write the policy to ``path`` (a compressed ``.npz``), atomically (a temporary file,
