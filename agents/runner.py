@@ -45,6 +45,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, NoReturn
 
+import numpy as np
+
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import NUM_ACTIONS, describe
 from dragons_egg_env.config import RulesConfig
@@ -97,6 +99,10 @@ class MatchRecord:
     #: How an agent failed the match, with ``on_agent_error="forfeit"`` (``None``: it did
     #: not); :attr:`replay` then holds the match up to the failure.
     forfeit: Forfeit | None = None
+    #: Per seat: the seconds its ``act`` took on the decisions where it had a choice (more
+    #: than one legal action), and how many such decisions it had: its time per move.
+    think: list[float] = field(default_factory=list)
+    choices: list[int] = field(default_factory=list)
 
 
 def reward_units(rewards: Sequence[float], denominator: int) -> list[int] | None:
@@ -282,7 +288,8 @@ def play_match(agents: Sequence[Agent], config: RulesConfig, seed: int,
         raise ValueError(f"move_timeout is a positive number of seconds, got {move_timeout!r}")
     env = raw_env(max_players=max_players, **config.to_dict())
     env.reset(seed=seed, options={"deals": deals} if deals else None)
-    rec = MatchRecord(scores=[0.0] * config.num_players)
+    rec = MatchRecord(scores=[0.0] * config.num_players, think=[0.0] * config.num_players,
+                      choices=[0] * config.num_players)
     guard = _Guard(move_timeout, on_agent_error == "forfeit")
     try:
         with guard.armed():
@@ -309,8 +316,12 @@ def _play(env: raw_env, agents: Sequence[Agent], config: RulesConfig, rec: Match
             continue
         seat = index[name]
         obs = env.observe(name)
+        start = time.perf_counter()
         action = guard.call(seat, "act", agents[seat].act, obs["observation"],
                             obs["action_mask"])
+        if np.count_nonzero(obs["action_mask"]) > 1:
+            rec.think[seat] += time.perf_counter() - start
+            rec.choices[seat] += 1
         if guard.forfeit:
             action = guard.checked_action(seat, action, obs["action_mask"], env)
         env.step(action)

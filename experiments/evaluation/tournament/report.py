@@ -98,6 +98,18 @@ def _too_few(summary: dict[str, Any]) -> bool:
     return any(isinstance(e, Estimate) and not e.enough for e in ests)
 
 
+#: The start of the report's one line that is not the same for the same seed.
+TIMING_LINE = "Time per move"
+
+
+def _timing_lines(summary: dict[str, Any]) -> list[str]:
+    """The agents' mean time per decision with a choice (results that recorded it)."""
+    ms = (summary.get("timing") or {}).get("ms_per_move") or {}
+    cells = [f"`{a}` {v:.1f} ms" for a, v in ms.items() if v is not None]
+    return ["", f"{TIMING_LINE} (decisions with a choice, this run's machine): "
+            + ", ".join(cells)] if cells else []
+
+
 def _difference_rows(summary: dict[str, Any]) -> list[str]:
     labels = summary["labels"]
     rows = []
@@ -174,6 +186,7 @@ def markdown_report(tc: TournamentConfig, summary: dict[str, Any], plots: list[P
         lines.append(f"| `{a}` | {m['mean_place'].fmt(2)} | {m['dragon_rate'].fmt()} | "
                      f"{m['egg_rate'].fmt()} | {m['mean_score'].fmt()} | "
                      f"{rt['mu']:.2f} ± {1.96 * rt['sigma']:.2f} |")
+    lines += _timing_lines(summary)
     lines += ["", "## Differences in mean match score (row - column, paired by deals)", "",
               "| pair | difference | excludes zero |", "|---|---|---|"]
     lines += _difference_rows(summary)

@@ -20,6 +20,10 @@ from dragons_egg_env.cards import codes
 from .config import Entrant, TournamentConfig, check_importable, worker_registrations
 from .schedule import deal_sequence, derive, match_key, match_seats, match_tasks
 
+#: The keys of a match's result that measure time (the match's wall seconds, each seat's
+#: thinking): everything else is the same for the same seed, bit for bit.
+TIMING_KEYS = ("seconds", "think")
+
 
 def play_task(tc: TournamentConfig, seq: int, rot: int,
               entrants: dict[str, Entrant] | None = None) -> dict[str, Any]:
@@ -43,6 +47,9 @@ def play_task(tc: TournamentConfig, seq: int, rot: int,
         "rounds": rec.rounds,
         "steps": rec.steps,
         "seconds": round(time.perf_counter() - start, 4),
+        # per seat: seconds thinking on its decisions with a choice, and how many
+        "think": [round(t, 6) for t in rec.think],
+        "choices": rec.choices,
     }
     if rec.forfeit is not None:
         f = rec.forfeit

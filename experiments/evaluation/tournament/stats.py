@@ -163,7 +163,25 @@ def summarize(tc: TournamentConfig, results: Sequence[dict[str, Any]]) -> dict[s
     return {"labels": labels, "agents": agents_out, "differences": diffs,
             "head_to_head": h2h.tolist(), "ratings": ratings,
             "matches": len(results), "sequences": k, "planned": planned,
-            "partial": len(results) < planned, "forfeits": _forfeits(results)}
+            "partial": len(results) < planned, "forfeits": _forfeits(results),
+            # the one part that is not the same for the same seed (runner.TIMING_KEYS)
+            "timing": {"ms_per_move": {label: _ms_per_move(results, label)
+                                       for label in labels}}}
+
+
+def _ms_per_move(results: Sequence[dict[str, Any]], label: str) -> float | None:
+    """The mean time ``label``'s agents took per decision with a choice, in milliseconds,
+    over the matches that recorded it (``None``: none did, as results of tournaments before
+    it was recorded)."""
+    think, choices = 0.0, 0
+    for r in results:
+        if "think" not in r:
+            continue
+        for seat, a in enumerate(r["seats"]):
+            if a == label:
+                think += r["think"][seat]
+                choices += r["choices"][seat]
+    return 1000 * think / choices if choices else None
 
 
 def _forfeits(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from dragons_egg.experiments.evaluation.tournament import (
     run_matches,
     run_tournament,
 )
+from dragons_egg.experiments.evaluation.tournament.runner import TIMING_KEYS
 
 
 def make_heuristic(seed):
@@ -46,7 +47,7 @@ def config(agents, **kw):
 
 
 def strip(results):
-    return [{k: v for k, v in r.items() if k != "seconds"} for r in results]
+    return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in results]
 
 
 PLUGINS = [Entrant("mine", factory=make_heuristic), Entrant("first", policy=first_legal),
