@@ -12,7 +12,8 @@ measures it instead, on duplicate deals:
    probability ``explore``, a uniform legal one, so asks after a hit, after a miss and after
    any first ask are all seen.
 2. **Counterfactual values.** Each kept state is copied once per legal action (with
-   ``per_class``, the default: once per class of :func:`action_classes`, one card of each
+   ``per_class``, the default: once per class of
+   :func:`~dragons_egg.experiments.training.counterfactual.action_classes`, one card of each
    number, one dragon card and the pass, whose value counts for its whole class, as suits
    cannot change the game, R7); every copy plays its action and then the rest of the round,
    all copies in one batch: the Dragon's later tribute choices by the heuristic, all play by
@@ -109,7 +110,8 @@ class TributeFitConfig:
     explore: float = 0.5
     #: Play out one card of each class (a number, the dragon cards; suits cannot change the
     #: game, R7) and give its value to the class, instead of every legal card: unbiased over
-    #: deals, for about a third of the play-outs of an ask state (:func:`action_classes`).
+    #: deals, for about a third of the play-outs of an ask state
+    #: (:func:`~dragons_egg.experiments.training.counterfactual.action_classes`).
     per_class: bool = True
     #: Logit units per unit of round reward.
     scale: float = 10.0
