@@ -1,0 +1,56 @@
+#!/bin/bash
+# Issue 25's measures of a candidate agent, each on a seed chosen before it was played:
+#   ppo - ismcts at every table size 2..8 (1,000 duplicate matches; 2,000 at 4 players),
+#   ppo - ismcts:iterations=1000 at 4 players (1,000),
+#   ismcts-net - ppo and ismcts-net - ismcts at 4 players (1,000 each, 100 iterations a move),
+#   the learned tribute minus the heuristic's at every size, under the agent's own play and
+#   under the heuristic's (20,000 deal sequences; 100,000 at 4 players), asks and give-backs
+#   apart (learned-ask, learned-give).
+# Resumable: a finished measure is skipped; a tournament cut short is resumed (--resume).
+#   POLICY=FILE.npz OUT=DIR WORKERS=2 bash results/selfplay-cf/measure.sh [tournaments|tribute]
+# DIV divides every count (DIV=100: a smoke test of minutes, not a measure).
+set -e
+POLICY=${POLICY:-results/selfplay-cf/policy.npz}
+OUT=${OUT:-results/selfplay-cf}
+WORKERS=${WORKERS:-2}
+DIV=${DIV:-1}
+what=${1:-all}
+me="ppo:path=$POLICY"
+net="ismcts-net:path=$POLICY,iterations=100"
+
+tournament() {  # DIR MATCHES SEED AGENT...
+  local dir=$1 matches=$(( $2 / DIV )) seed=$3
+  shift 3
+  if [ -f "$dir/summary.json" ] && ! grep -q '"partial": true' "$dir/summary.json"; then
+    echo "$dir: done"; return
+  fi
+  if [ -f "$dir/config.json" ]; then
+    dragons-egg tournament --resume "$dir" --workers "$WORKERS"
+  else
+    dragons-egg tournament "$@" --matches "$matches" --seed "$seed" --workers "$WORKERS" \
+      --out "$dir"
+  fi
+}
+
+if [ "$what" = all ] || [ "$what" = tournaments ]; then
+  for n in 2 3 4 5 6 7 8; do
+    m=1000; [ $n = 4 ] && m=2000
+    tournament "$OUT/ppo-ismcts-${n}p" $m $((2600 + n)) "$me" ismcts --players $n
+  done
+  tournament "$OUT/ppo-ismcts1000-4p" 1000 2610 "$me" ismcts:iterations=1000 --players 4
+  tournament "$OUT/ismcts-net-ppo-4p" 1000 2611 "$net" "$me" --players 4
+  tournament "$OUT/ismcts-net-ismcts-4p" 1000 2612 "$net" ismcts --players 4
+fi
+if [ "$what" = all ] || [ "$what" = tribute ]; then
+  for n in 2 3 4 5 6 7 8; do
+    deals=20000; [ $n = 4 ] && deals=100000
+    for play in self heuristic; do
+      dir="$OUT/tribute-${n}p-$play-play"
+      [ -f "$dir/summary.json" ] && { echo "$dir: done"; continue; }
+      spec=$me; [ $play = heuristic ] && spec=heuristic
+      dragons-egg tribute-analysis --play "$spec" --tribute "$me" --players $n \
+        --deals $((deals / DIV)) --seed $((2620 + n)) --workers "$WORKERS" \
+        --policies heuristic,learned,learned-ask,learned-give --out "$dir"
+    done
+  done
+fi
