@@ -12,8 +12,8 @@ hand may, counts with the uniform share ``1 / len(legal)``), ``Q`` the mean valu
 action (the node's first-play value, the network's value for the mover, while unvisited),
 ``N`` its visits and ``avail`` how often it was legal when the node was visited (availability
 counts, as in ISMCTS). An action without a node yet gets one: the state is stepped, evaluated
-(one network forward on every seat's observation: each seat's value, and the new node's prior)
-and the descent stops. Each node on the path adds the value of the seat that chose the action
+(one network forward on the observations of the seats that chose on the path and of the
+seat to move: their values, and the new node's prior) and the descent stops. Each node on the path adds the value of the seat that chose the action
 into it (in this determinization). A round that ended is valued by its rewards (R27) plus,
 between rounds, the network's values at a random deal of the next round. The move played is
 the root action visited most (ties: the higher mean value).
@@ -130,6 +130,12 @@ class _Node:
         return self.total[a] / n if n else self.fpu
 
 
+def _choosers(path: list[tuple[_Node, int, int]]) -> list[int]:
+    """The seats that chose an action on ``path``, in order of first appearance: the only
+    seats whose values the backup reads."""
+    return list(dict.fromkeys(seat for _, _, seat in path))
+
+
 def _prior(row: list[float], acts: list[int], temperature: float = 1.0) -> dict[int, float]:
     """The softmax of ``row / temperature`` (one observation's logits) over ``acts``."""
     zs = [row[a] / temperature for a in acts]
@@ -223,12 +229,12 @@ class NetISMCTSAgent(Agent):
         c = self.c
         while True:
             if s.phase > E.GIVE:
-                values = self._leaf_values(s)
+                values = self._leaf_values(s, _choosers(path))
                 break
             acts = E.bits_of(E.legal_mask(s))
             prior = node.prior
             if prior is None:  # first reached in a decision state: value it, stop here
-                values = self._expand(node, s, acts)
+                values = self._expand(node, s, acts, _choosers(path))
                 break
             # P over the actions legal here: the stored prior, renormalised; an action the
             # first determinization did not allow gets the uniform share 1/len(acts)
@@ -251,37 +257,47 @@ class NetISMCTSAgent(Agent):
             if child is None:
                 child = node.children[best] = _Node()
                 if s.phase > E.GIVE:
-                    values = self._leaf_values(s)
+                    values = self._leaf_values(s, _choosers(path))
                 else:
-                    values = self._expand(child, s, E.bits_of(E.legal_mask(s)))
+                    values = self._expand(child, s, E.bits_of(E.legal_mask(s)),
+                                          _choosers(path))
                 break
             node = child
         for nd, a, seat in path:
             nd.visits[a] = nd.visits.get(a, 0) + 1
             nd.total[a] = nd.total.get(a, 0.0) + values[seat]
 
-    def _rows(self, s: E.State) -> ObsArray:
-        """Every seat's observation of ``s``, padded to the policy's seats (one row each)."""
-        n = s.n
-        enc = _encoder(n, self.policy_players, s.config.num_rounds)
-        out = np.empty((n, enc.size), dtype=np.float32)
-        for j in range(n):
-            out[j] = enc.encode(s, j)
+    def _rows(self, s: E.State, seats: list[int]) -> ObsArray:
+        """The observations of ``s`` of ``seats``, padded to the policy's seats (one row
+        each)."""
+        enc = _encoder(s.n, self.policy_players, s.config.num_rounds)
+        out = np.empty((len(seats), enc.size), dtype=np.float32)
+        for k, j in enumerate(seats):
+            out[k] = enc.encode(s, j)
         return out
+
+    def _values(self, s: E.State, seats: list[int]) -> dict[int, float]:
+        """The network's value of ``s`` for each of ``seats``."""
+        vs: list[float] = self.net.value(self._rows(s, seats)).tolist()
+        return dict(zip(seats, vs, strict=True))
 
     def _row(self, s: E.State, seat: int) -> ObsArray:
         enc = _encoder(s.n, self.policy_players, s.config.num_rounds)
         return enc.encode(s, seat)[None]
 
-    def _expand(self, node: _Node, s: E.State, acts: list[int]) -> list[float]:
+    def _expand(self, node: _Node, s: E.State, acts: list[int], seats: list[int]
+                ) -> dict[int, float]:
         """Value the decision state ``s`` that ``node`` stands for: set the node's prior and
-        first-play value, and return every seat's value (after ``depth`` greedy moves)."""
+        first-play value, and return the value of each of ``seats`` (the seats that chose on
+        the path to it; after ``depth`` greedy moves)."""
         mover = s.current
         mask = mask_array(E.legal_mask(s))
         if not self.depth:
-            logits, values = self.net.logits_and_value(self._rows(s), mask, row=mover)
+            want = seats if mover in seats else [*seats, mover]
+            logits, values = self.net.logits_and_value(self._rows(s, want), mask,
+                                                       row=want.index(mover))
             node.prior = _prior(logits.tolist(), acts, self.temperature)
-            vs: list[float] = values.tolist()
+            vs = dict(zip(want, values.tolist(), strict=True))
             node.fpu = vs[mover]
             return vs
         logits, value = self.net.logits_and_value(self._row(s, mover), mask)
@@ -299,19 +315,18 @@ class NetISMCTSAgent(Agent):
             else:
                 E.step(s, m.bit_length() - 1)
         if s.phase > E.GIVE:
-            return self._leaf_values(s)
-        out: list[float] = self.net.value(self._rows(s)).tolist()
-        return out
+            return self._leaf_values(s, seats)
+        return self._values(s, seats)
 
-    def _leaf_values(self, s: E.State) -> list[float]:
-        """Every seat's value of a state whose round ended: its round reward (R27), plus,
-        between rounds, the network's value at a random deal of the next round."""
+    def _leaf_values(self, s: E.State, seats: list[int]) -> dict[int, float]:
+        """The value of each of ``seats`` in a state whose round ended: its round reward
+        (R27), plus, between rounds, the network's value at a random deal of the next
+        round."""
         rewards = s.results[-1].rewards
         if s.phase != E.DEAL:
-            return list(rewards)
+            return {j: rewards[j] for j in seats}
         E.deal(s, E.random_deal(s, self.rng))
-        after: list[float] = self.net.value(self._rows(s)).tolist()
-        return [r + v for r, v in zip(rewards, after, strict=True)]
+        return {j: rewards[j] + v for j, v in self._values(s, seats).items()}
 
 
 __all__ = ["NetISMCTSAgent", "check_options"]
