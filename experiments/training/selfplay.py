@@ -842,6 +842,18 @@ def counterfactual_batch(ro: Rollout) -> dict[str, np.ndarray]:
             "adv": adv.astype(np.float32)}
 
 
+def tribute_regret(ro: Rollout) -> float:
+    """How far the behaviour policy's tribute choices fall short of the best, in round reward:
+    the mean over the rollout's counterfactual rows of ``max_a Q(a) - sum_a pi_b(a) Q(a)``
+    (0 for a policy that always takes a best choice of the deal; logged as ``cf_regret``, the
+    learning curve of the tribute)."""
+    mask = ro.mask[ro.cf_index]
+    q = np.where(mask, np.nan_to_num(ro.cf_q), -np.inf)
+    expected = (np.where(mask, ro.cf_probs, 0.0) * np.where(mask, q, 0.0)).sum(axis=1)
+    expected /= np.where(mask, ro.cf_probs, 0.0).sum(axis=1)
+    return float((q.max(axis=1) - expected).mean())
+
+
 # ---------------------------------------------------------------------------------------
 # The learner.
 
@@ -879,6 +891,7 @@ class Learner:
         if cf is not None:
             stats["cf_loss"] = 0.0
             cf = {k: torch.from_numpy(v) for k, v in cf.items()}
+        regret = tribute_regret(ro) if len(ro.cf_index) else None
         count = 0
         # equal minibatches of at most ``minibatch`` decisions: no tiny remainder whose
         # advantages could not be normalised (one decision has no standard deviation)
@@ -898,7 +911,10 @@ class Learner:
                 for k in stats:
                     stats[k] += s.get(k, 0.0)
                 count += 1
-        return {k: v / max(count, 1) for k, v in stats.items()}
+        out = {k: v / max(count, 1) for k, v in stats.items()}
+        if regret is not None:
+            out["cf_regret"] = regret
+        return out
 
     def _minibatch(self, b: dict[str, Any], cf: dict[str, Any] | None = None
                    ) -> dict[str, float]:
