@@ -12,6 +12,12 @@
 set -e
 OUT=${OUT:-runs}
 ckpt="$OUT/selfplay-cf/checkpoints/latest.pt"
+saved=results/selfplay-cf/run  # the run as the last session left it (committed)
+if [ ! -f "$ckpt" ] && [ -f "$saved/checkpoints/latest.pt" ]; then
+  mkdir -p "$OUT/selfplay-cf" runs/ppo-shipped/policies
+  cp -rn "$saved"/. "$OUT/selfplay-cf/"
+  cp -n results/selfplay-shipped/policies/snapshot_*.npz runs/ppo-shipped/policies/
+fi
 if [ -f "$ckpt" ]; then
   dragons-egg train --resume "$ckpt"
 else
