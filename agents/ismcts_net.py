@@ -13,9 +13,10 @@ action (the node's first-play value, the network's value for the mover, while un
 ``N`` its visits and ``avail`` how often it was legal when the node was visited (availability
 counts, as in ISMCTS). An action without a node yet gets one: the state is stepped, evaluated
 (one network forward on the observations of the seats that chose on the path and of the
-seat to move: their values, and the new node's prior) and the descent stops. Each node on the path adds the value of the seat that chose the action
-into it (in this determinization). A round that ended is valued by its rewards (R27) plus,
-between rounds, the network's values at a random deal of the next round. The move played is
+seat to move: their values, and the new node's prior) and the descent stops. Each node on
+the path adds the value of the seat that chose the action into it (in this determinization).
+A round that ended is valued by its rewards (R27) plus, between rounds, the network's values
+at a random deal of the next round. The move played is
 the root action visited most (ties: the higher mean value).
 
 The value head predicts, for the seat whose observation it reads, the sum of that seat's
