@@ -208,6 +208,7 @@ def test_the_console_script_finds_a_module_in_the_current_directory(my_bots):
 def test_module_class_specs_in_the_python_tournament_api_under_spawn(my_bots, monkeypatch):
     """The tournament resolves ``MODULE:CLASS`` in its spawned workers (as on macOS)."""
     from dragons_egg.experiments.evaluation.tournament import TournamentConfig, run_matches
+    from dragons_egg.experiments.evaluation.tournament.runner import TIMING_KEYS
 
     monkeypatch.chdir(my_bots)
     tc = TournamentConfig(agents=["my_bots:Shedder:order=strong", "heuristic", "random"],
@@ -215,7 +216,8 @@ def test_module_class_specs_in_the_python_tournament_api_under_spawn(my_bots, mo
     one = run_matches(tc, progress=False)
     tc.workers = 2
     two = run_matches(tc, progress=False, start_method="spawn")
-    strip = [[{k: v for k, v in r.items() if k != "seconds"} for r in rs] for rs in (one, two)]
+    strip = [[{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in rs]
+             for rs in (one, two)]
     assert strip[0] == strip[1]
     assert {s for r in one for s in r["seats"]} == {"my_bots:Shedder:order=strong", "heuristic",
                                                      "random"}
