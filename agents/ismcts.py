@@ -95,18 +95,35 @@ def _is_a(x: object, kind: type) -> bool:
     return isinstance(x, kind)
 
 
+def check_count(name: str, x: Any, low: int) -> None:
+    """An integer option (a bool is not one) of at least ``low``, or a ``ValueError`` naming it."""
+    if isinstance(x, bool) or not _is_a(x, Integral) or x < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {x}")
+
+
+def check_real(name: str, x: Any, low: float, *, strict: bool = False) -> None:
+    """A finite real option of at least ``low`` (above it when ``strict``), or a ``ValueError``
+    naming it."""
+    if not (_is_a(x, Real) and math.isfinite(x) and (x > low if strict else x >= low)):
+        raise ValueError(f"{name} must be a number {'>' if strict else '>='} {low:g}, got {x}")
+
+
+def check_search(iterations: Any, time: Any, c: Any) -> None:
+    """The options every search agent takes: ``iterations`` and ``time``, the per-move budget,
+    and ``c``, the exploration constant (``ismcts`` and ``ismcts-net``)."""
+    check_count("iterations", iterations, 1)
+    if not (_is_a(time, Real) and math.isfinite(time) and time >= 0):
+        raise ValueError(f"time must be >= 0 seconds, got {time}")
+    check_real("c", c, 0)
+
+
 def check_options(iterations: int = 200, time: float = 0.0, c: float = 0.7,
                   rollout: str | RolloutPolicy = "heuristic", epsilon: float = 0.1) -> None:
     """Check the options of an ``ismcts`` agent (a ``ValueError`` naming the first bad one).
 
     The registry calls it when a spec is read (``ismcts:iterations=0`` is an error before any
     match starts); the agent's constructor calls it too."""
-    if isinstance(iterations, bool) or not _is_a(iterations, Integral) or iterations < 1:
-        raise ValueError(f"iterations must be >= 1, got {iterations}")
-    if not (_is_a(time, Real) and math.isfinite(time) and time >= 0):
-        raise ValueError(f"time must be >= 0 seconds, got {time}")
-    if not (_is_a(c, Real) and math.isfinite(c) and c >= 0):
-        raise ValueError(f"c must be a number >= 0, got {c}")
+    check_search(iterations, time, c)
     if not callable(rollout) and rollout not in ROLLOUTS:
         raise ValueError(f"rollout must be one of {', '.join(ROLLOUTS)}; got {rollout!r}")
     if not (_is_a(epsilon, Real) and 0.0 <= epsilon <= 1.0):

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import math
 import time as _time
-from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +46,7 @@ from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.observation import Encoder, MaskArray, ObsArray, mask_array, pad
 
 from .base import Agent, legal_from_mask
+from .ismcts import check_count, check_real, check_search
 from .netpolicy import NetPolicy
 from .ppo import (
     SHIPPED,
@@ -71,29 +71,14 @@ def _encoder(n: int, max_players: int, num_rounds: int) -> Encoder:
     return enc
 
 
-def _is_a(x: object, kind: type) -> bool:
-    """``isinstance`` for the ``numbers`` ABCs (numpy scalars too)."""
-    return isinstance(x, kind)
-
-
-def _count(name: str, x: object, low: int) -> None:
-    if isinstance(x, bool) or not _is_a(x, Integral) or x < low:  # type: ignore[operator]
-        raise ValueError(f"{name} must be an integer >= {low}, got {x}")
-
-
 def check_options(path: str = "", iterations: int = 200, time: float = 0.0, c: float = 1.5,
                   depth: int = 0, temperature: float = 1.0) -> None:
     """Check the options of an ``ismcts-net`` agent (a ``ValueError`` naming the first bad
     one), cheaply: the policy file is checked as ``ppo`` checks it, without building the
     agent (:func:`dragons_egg.agents.ppo.check_checkpoint`)."""
-    _count("iterations", iterations, 1)
-    if not (_is_a(time, Real) and math.isfinite(time) and time >= 0):
-        raise ValueError(f"time must be >= 0 seconds, got {time}")
-    if not (_is_a(c, Real) and math.isfinite(c) and c >= 0):
-        raise ValueError(f"c must be a number >= 0, got {c}")
-    _count("depth", depth, 0)
-    if not (_is_a(temperature, Real) and math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a number > 0, got {temperature}")
+    check_search(iterations, time, c)
+    check_count("depth", depth, 0)
+    check_real("temperature", temperature, 0, strict=True)
     _policy_path(path)
 
 

@@ -50,7 +50,7 @@ SHRINK: dict[str, list[str]] = {
     "dragons-egg train-sb3": [
         "--total-timesteps", "256", "--n-steps", "128", "--batch-size", "64", "--n-epochs", "1",
         "--num-rounds", "1", "--eval-matches", "4", "--eval-every", "0"],
-    "dragons-egg tribute-analysis --play heuristic": ["--deals", "2", "--workers", "1"],
+    "dragons-egg tribute-analysis --tribute ppo": ["--deals", "2", "--workers", "1"],
     "dragons-egg tribute-fit --policy runs/x/final.npz": [
         "--chunks", "3", "--states-per-chunk", "3", "--workers", "1", "--table-sizes", "4",
         "--size-weights", "1", "--holdout", "0.34", "--no-progress"],

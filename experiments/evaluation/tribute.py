@@ -21,19 +21,32 @@ Dragon's reward in round 2 (R27), with 95% bootstrap intervals over deal sequenc
 policy's paired difference to ``heuristic``. Heatmaps show which cards the learned policy asks
 for and gives back.
 
-``python -m dragons_egg.experiments.evaluation.tribute [--play ppo] [--tribute ppo] [--deals 300]
-[--workers 2] [--policies heuristic,learned] [--out runs/tribute]`` (the deal sequences are
+``dragons-egg tribute-analysis [--tribute ppo] [--play SPEC ...] [--players 4] [--deals 300]
+[--workers 2] [--policies heuristic,learned] [--out runs/tribute]`` plays every deal sequence
+under each play policy given (``--play``, again for more; by default the learned agent's own
+play, then the heuristic's), and the report's head puts the learned tribute's difference to the
+heuristic's under each side by side, its asks and its give-back apart. The deal sequences are
 split among ``--workers`` processes; each has its own seeds, so the results do not depend on
-it; ``--policies`` plays only some tribute policies, ``heuristic`` among them, with the
-rewards they get in the full run).
+it. ``--policies`` plays only some tribute policies, ``heuristic`` among them, with the
+rewards they get in the full run.
+
+The output folder holds the analysis's settings (:data:`SETTINGS`, written before the first
+deal) and every finished unit of work of :data:`DEALS_PER_TASK` deal sequences, one JSON line
+each, appended as it finishes (:data:`PARTS`). A stop (Ctrl-C, a killed process) loses at most
+the units being played: ``--resume DIR`` plays the rest with the saved settings, and the
+results are those of an uninterrupted run. A folder that holds an analysis is never written
+over. At the end: ``summary.json``, ``report.md`` and one ``tribute_heatmaps_playK.png`` per
+play policy.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +58,7 @@ from dragons_egg.agents.heuristic import HeuristicAgent
 from dragons_egg.agents.runner import play_match
 from dragons_egg.experiments.common.args import int_range
 from dragons_egg.experiments.evaluation.tournament import bootstrap, deal_sequence, derive
+from dragons_egg.experiments.evaluation.tournament.output import OutputError, check_out_dir
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, PASS
 from dragons_egg_env.cards import BEAST, CARD_CODES, EGG, NUM_CARDS, NUM_NUMBERS, SUITS, codes
 from dragons_egg_env.config import RulesConfig
@@ -164,6 +178,53 @@ def check_policies(policies: Sequence[str]) -> tuple[str, ...]:
     return tuple(t for t in TRIBUTE_POLICIES if t in policies)
 
 
+def _tasks(play_spec: str, tribute_spec: str | Callable[[int], Agent], num_players: int,
+           seed: int, tribute_asks: int, deals: int, step: int,
+           policies: tuple[str, ...]) -> list[tuple]:
+    """The units of work of one play policy: deal sequences ``lo..hi-1`` in steps of ``step``."""
+    return [(play_spec, tribute_spec, num_players, seed, tribute_asks, lo,
+             min(lo + step, deals), policies) for lo in range(0, deals, step)]
+
+
+def _ignore_interrupts() -> None:
+    """A worker process's start: Ctrl-C reaches the parent, which stops the workers."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _played(tasks: Sequence[tuple], workers: int) -> Iterator[dict[str, Any]]:
+    """The tasks' results in task order, as each finishes (on ``workers`` processes)."""
+    if workers > 1 and len(tasks) > 1:
+        import multiprocessing as mp
+
+        with mp.get_context("spawn").Pool(min(workers, len(tasks)),
+                                          initializer=_ignore_interrupts) as pool:
+            yield from pool.imap(_deal_range, tasks)
+    else:
+        for task in tasks:
+            yield _deal_range(task)
+
+
+def _progress(total: int, enabled: bool = True) -> Any:
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover
+        return None
+    return tqdm(total=total, desc="tribute", unit="deal", file=sys.stderr, disable=not enabled)
+
+
+def _combined(parts: Sequence[dict[str, Any]], policies: Sequence[str]) -> dict[str, Any]:
+    """The parts of one play policy (in deal order) as one result's rewards, cards, Dragons."""
+    return {"rewards": {t: np.concatenate([np.asarray(p["rewards"][t], float) for p in parts])
+                        if parts else np.zeros(0) for t in policies},
+            "asked": sum((np.asarray(p["asked"]) for p in parts), np.zeros(NUM_CARDS, int)),
+            "given": sum((np.asarray(p["given"]) for p in parts), np.zeros(NUM_CARDS, int)),
+            "dragons": [int(d) for p in parts for d in p["dragons"]]}
+
+
+def _label(tribute_spec: str | Callable[[int], Agent]) -> str:
+    return tribute_spec if isinstance(tribute_spec, str) else tribute_spec(0).label
+
+
 def run(play_spec: str, deals: int, num_players: int, seed: int, tribute_asks: int = 2,
         tribute_spec: str | Callable[[int], Agent] | None = None, workers: int = 1,
         policies: Sequence[str] = TRIBUTE_POLICIES) -> dict[str, Any]:
@@ -176,36 +237,18 @@ def run(play_spec: str, deals: int, num_players: int, seed: int, tribute_asks: i
     tribute_spec = play_spec if tribute_spec is None else tribute_spec
     config = RulesConfig(num_players=num_players, num_rounds=2, tribute_asks=tribute_asks)
     step = DEALS_PER_TASK if workers > 1 else max(deals, 1)
-    tasks = [(play_spec, tribute_spec, num_players, seed, tribute_asks, lo,
-              min(lo + step, deals), policies) for lo in range(0, deals, step)]
-    try:
-        from tqdm import tqdm
-        bar = tqdm(total=deals, desc="tribute", unit="deal", file=sys.stderr)
-    except ImportError:  # pragma: no cover
-        bar = None
+    tasks = _tasks(play_spec, tribute_spec, num_players, seed, tribute_asks, deals, step,
+                   policies)
+    bar = _progress(deals)
     parts = []
-    if workers > 1:
-        import multiprocessing as mp
-
-        with mp.get_context("spawn").Pool(workers) as pool:
-            for part in pool.imap(_deal_range, tasks):  # in task order
-                parts.append(part)
-                if bar:
-                    bar.update(len(part["dragons"]))
-    else:
-        for task in tasks:
-            parts.append(_deal_range(task))
-            if bar:
-                bar.update(len(parts[-1]["dragons"]))
+    for part in _played(tasks, workers):
+        parts.append(part)
+        if bar:
+            bar.update(len(part["dragons"]))
     if bar:
         bar.close()
-    return {"rewards": {t: np.concatenate([p["rewards"][t] for p in parts]) if parts else
-                        np.zeros(0) for t in policies},
-            "asked": sum((p["asked"] for p in parts), np.zeros(NUM_CARDS, dtype=int)),
-            "given": sum((p["given"] for p in parts), np.zeros(NUM_CARDS, dtype=int)),
-            "dragons": [d for p in parts for d in p["dragons"]],
-            "config": config, "play": play_spec, "seed": seed,
-            "tribute": tribute_spec if isinstance(tribute_spec, str) else tribute_spec(0).label}
+    return {**_combined(parts, policies), "config": config, "play": play_spec, "seed": seed,
+            "tribute": _label(tribute_spec)}
 
 
 def summarize(res: dict[str, Any], reps: int = 2000) -> dict[str, Any]:
@@ -244,10 +287,13 @@ def heatmaps(res: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def report(res: dict[str, Any], summ: dict[str, Any]) -> str:
+def report(res: dict[str, Any], summ: dict[str, Any],
+           heatmap: str = "tribute_heatmaps.png") -> str:
+    """The section of the report for one play policy: every tribute policy's reward, its
+    difference to the heuristic's, and the cards the learned tribute asked for and gave."""
     n = res["config"].num_players
     lines = [
-        "# Tribute analysis", "",
+        f"## Play policy `{res['play']}`", "",
         f"- play policy at every seat: `{res['play']}`; learned tribute policy: "
         f"`{res['tribute']}`; {n} players; "
         f"{len(res['dragons'])} duplicate deal sequences of 2 rounds; seed {res['seed']}",
@@ -284,62 +330,268 @@ def report(res: dict[str, Any], summ: dict[str, Any]) -> str:
               "Most given back: " + ", ".join(
                   f"{CARD_CODES[c]} ({res['given'][c]})" for c in np.argsort(-res['given'])[:8]
                   if res['given'][c]),
-              "", "![heatmaps](tribute_heatmaps.png)"]
+              "", f"![heatmaps]({heatmap})"]
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    p = argparse.ArgumentParser(prog=prog or "python -m dragons_egg.experiments.evaluation.tribute",
-                                description="Compare tribute policies under one play policy.")
-    p.add_argument("--play", default="ppo",
-                   help="play policy spec at every seat (deterministic), default ppo")
-    p.add_argument("--tribute", default="ppo",
-                   help="the learned tribute policy: an agent spec whose ask and give choices "
-                   "the 'learned' variant uses (default ppo)")
-    p.add_argument("--deals", type=int_range(1), default=300)
-    p.add_argument("--players", type=int_range(2, 8), default=4)
-    p.add_argument("--seed", type=int_range(0), default=0)
-    p.add_argument("--workers", type=int_range(1), default=1,
-                   help="processes; the results do not depend on it (default 1)")
-    p.add_argument("--policies", default=",".join(TRIBUTE_POLICIES),
-                   help="comma-separated tribute policies to play, heuristic among them "
-                   f"(default all: {','.join(TRIBUTE_POLICIES)})")
-    p.add_argument("--out", default="runs/tribute")
-    args = p.parse_args(argv)
-    require_cli(p.prog, "experiments")  # progress bar and heatmaps
+def overview(settings: dict[str, Any], summaries: Sequence[dict[str, Any]]) -> str:
+    """The report's head: the learned tribute minus the heuristic's under every play policy,
+    with its asks and its give-back apart."""
+    lines = ["# Tribute analysis", "",
+             f"Learned tribute policy `{settings['tribute']}`, {settings['players']} players, "
+             f"{settings['deals']} duplicate deal sequences of 2 rounds per play policy, seed "
+             f"{settings['seed']}; the Dragon's round-2 reward, learned tribute minus the "
+             "heuristic's (95% bootstrap intervals over deal sequences):", "",
+             "| play policy (every seat) | learned - heuristic | its asks alone | its "
+             "give-back alone |", "|---|---|---|---|"]
+    for play, summ in zip(settings["plays"], summaries, strict=True):
+        vs = summ["vs_heuristic"]
+        cells = [vs[t].fmt() if t in vs else "-"
+                 for t in ("learned", "learned-ask", "learned-give")]
+        lines.append(f"| `{play}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+#: The analysis's settings (written before any deal is played), its finished units of work
+#: (one JSON line each, appended as each finishes) and its summary, in the output folder.
+SETTINGS, PARTS, SUMMARY = "tribute_settings.json", "tribute_parts.jsonl", "summary.json"
+#: What ``SETTINGS`` says it is.
+FORMAT = "dragons-egg tribute analysis"
+#: The settings a resume takes from the folder, by command-line option.
+_SAVED = {"--play": "plays", "--tribute": "tribute", "--deals": "deals",
+          "--players": "players", "--seed": "seed", "--policies": "policies"}
+
+
+class AnalysisError(ValueError):
+    """A bad output folder, a settings file that is not an analysis's, or a damaged parts
+    file: the message names the file and what is wrong."""
+
+
+def read_settings(out: Path) -> dict[str, Any]:
+    """The settings of the analysis in ``out`` (an :class:`AnalysisError` naming the file when
+    it is missing or not an analysis's)."""
+    path = out / SETTINGS
     try:
-        policies = check_policies([t.strip() for t in args.policies.split(",") if t.strip()])
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise AnalysisError(f"{out} holds no tribute analysis to resume (no {SETTINGS})"
+                            ) from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise AnalysisError(f"{path} is damaged: {exc}") from None
+    keys = {"format", "plays", "tribute", "deals", "players", "seed", "policies",
+            "tribute_asks", "command"}
+    if not (isinstance(data, dict) and data.get("format") == FORMAT and keys <= set(data)):
+        raise AnalysisError(f"{path} is not the settings of a tribute analysis")
+    return data
+
+
+def read_parts(out: Path, settings: dict[str, Any]) -> dict[tuple[int, int], dict[str, Any]]:
+    """The finished units of work in ``out`` by (play index, first deal). A last line cut off
+    by a stop in the middle of its write is dropped from the file (and said), to be played
+    again; any other bad line is an :class:`AnalysisError` that names the file and line."""
+    path = out / PARTS
+    if not path.exists():
+        return {}
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    if lines[-1]:  # no newline at the end: the last write was cut off
+        print(f"{path}: dropping a last line cut off in its write ({len(lines[-1])} bytes); "
+              "its deal sequences are played again", file=sys.stderr)
+        path.write_bytes(raw[: len(raw) - len(lines[-1])])
+    starts = {(k, lo) for k in range(len(settings["plays"]))
+              for lo in range(0, settings["deals"], DEALS_PER_TASK)}
+    done: dict[tuple[int, int], dict[str, Any]] = {}
+    for i, line in enumerate(lines[:-1], 1):
+        try:
+            part = json.loads(line)
+            key = (part["play"], part["lo"])
+            hi = min(part["lo"] + DEALS_PER_TASK, settings["deals"])
+            ok = (key in starts and key not in done and part["hi"] == hi
+                  and sorted(part["rewards"]) == sorted(settings["policies"])
+                  and all(len(r) == hi - part["lo"] for r in part["rewards"].values())
+                  and len(part["dragons"]) == hi - part["lo"]
+                  and len(part["asked"]) == len(part["given"]) == NUM_CARDS)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise AnalysisError(f"{path}, line {i}, is damaged: {exc}") from None
+        if not ok:
+            raise AnalysisError(f"{path}, line {i}, is not a unit of work of this analysis "
+                                f"({SETTINGS}): a duplicate or another analysis's")
+        done[key] = part
+    return done
+
+
+def _settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, Any]:
+    """A new analysis's settings from the command line, or a resumed one's from its folder (an
+    option given with another value than the saved one is an error that names it)."""
+    if args.resume is None:
+        tribute = args.tribute or "ppo"
+        plays = args.play or list(dict.fromkeys([tribute, "heuristic"]))
+        policies = args.policies or ",".join(TRIBUTE_POLICIES)
+        try:
+            checked = check_policies([t.strip() for t in policies.split(",") if t.strip()])
+        except ValueError as exc:
+            parser.error(f"--policies: {exc}")
+        return {"format": FORMAT, "plays": plays, "tribute": tribute,
+                "deals": 300 if args.deals is None else args.deals,
+                "players": args.players or 4, "seed": args.seed or 0,
+                "policies": list(checked), "tribute_asks": 2,
+                "command": f"{parser.prog} " + " ".join(args.argv)}
+    if args.out is not None and Path(args.out) != Path(args.resume):
+        parser.error(f"--resume {args.resume} continues the analysis in that folder: drop "
+                     f"--out {args.out}")
+    try:
+        saved = read_settings(Path(args.resume))
+    except AnalysisError as exc:
+        parser.error(str(exc))
+    try:
+        policies = args.policies and list(check_policies(
+            [t.strip() for t in args.policies.split(",") if t.strip()]))
     except ValueError as exc:
-        p.error(f"--policies: {exc}")
-    for opt, spec in (("--play", args.play), ("--tribute", args.tribute)):
+        parser.error(f"--policies: {exc}")
+    given = {"--play": args.play, "--tribute": args.tribute, "--deals": args.deals,
+             "--players": args.players, "--seed": args.seed, "--policies": policies}
+    diffs = [f"{opt} {value} (saved: {saved[_SAVED[opt]]})" for opt, value in given.items()
+             if value is not None and value != saved[_SAVED[opt]]]
+    if diffs:
+        parser.error(f"cannot resume {args.resume} with other settings: {'; '.join(diffs)}; "
+                     "omit them to resume with the saved ones, or start another analysis "
+                     "with another --out")
+    return saved
+
+
+def _check_specs(settings: dict[str, Any], parser: argparse.ArgumentParser) -> None:
+    for opt, spec in [("--tribute", settings["tribute"]),
+                      *(("--play", s) for s in settings["plays"])]:
         try:
             parse_spec(spec)
-            check_spec_for_table(spec, args.players)
+            check_spec_for_table(spec, settings["players"])
             make_agent(spec, seed=0)
         except (AgentSpecError, ValueError) as exc:
-            p.error(f"{opt}: {exc}")
-    res = run(args.play, args.deals, args.players, args.seed, tribute_spec=args.tribute,
-              workers=args.workers, policies=policies)
-    summ = summarize(res)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    heatmaps(res, out / "tribute_heatmaps.png")
-    text = report(res, summ)
-    (out / "report.md").write_text(text)
-    (out / "summary.json").write_text(json.dumps({
-        "policies": {k: vars(v) for k, v in summ["policies"].items()},
-        "vs_heuristic": {k: vars(v) for k, v in summ["vs_heuristic"].items()},
-        "play": args.play, "tribute": args.tribute, "deals": args.deals,
-        "players": args.players, "seed": args.seed, "tribute_policies": list(policies),
-        "command": f"{p.prog} " + " ".join(
-            sys.argv[1:] if argv is None else argv),
-        "asked": res["asked"].tolist(), "given": res["given"].tolist()}, indent=1))
-    print(text)
+            parser.error(f"{opt}: {exc}")
+
+
+def _jsonable(part: dict[str, Any]) -> dict[str, Any]:
+    return {"rewards": {t: r.tolist() for t, r in part["rewards"].items()},
+            "asked": part["asked"].tolist(), "given": part["given"].tolist(),
+            "dragons": [int(d) for d in part["dragons"]]}
+
+
+def play_all(settings: dict[str, Any], out: Path, workers: int = 1, progress: bool = True
+             ) -> dict[tuple[int, int], dict[str, Any]]:
+    """Play the units of work of ``settings`` that ``out`` does not hold yet, appending each
+    to :data:`PARTS` as it finishes (so a stop loses at most the units being played); every
+    unit's result, by (play index, first deal)."""
+    done = read_parts(out, settings)
+    policies = tuple(settings["policies"])
+    todo = [(k, task) for k, play in enumerate(settings["plays"])
+            for task in _tasks(play, settings["tribute"], settings["players"], settings["seed"],
+                               settings["tribute_asks"], settings["deals"], DEALS_PER_TASK,
+                               policies) if (k, task[5]) not in done]
+    bar = _progress(sum(t[6] - t[5] for _, t in todo), progress)
+    try:
+        with (out / PARTS).open("a", encoding="utf-8") as f:
+            for (k, task), part in zip(todo, _played([t for _, t in todo], workers), strict=True):
+                f.write(json.dumps({"play": k, "lo": task[5], "hi": task[6],
+                                    **_jsonable(part)}) + "\n")
+                f.flush()
+                done[(k, task[5])] = part
+                if bar:
+                    bar.update(task[6] - task[5])
+    finally:
+        if bar:
+            bar.close()
+    return done
+
+
+def finish(settings: dict[str, Any], out: Path, done: dict[tuple[int, int], dict[str, Any]]
+           ) -> str:
+    """Write the summary, the report and the heatmaps of every play policy from the finished
+    units of work; the report's text."""
+    config = RulesConfig(num_players=settings["players"], num_rounds=2,
+                         tribute_asks=settings["tribute_asks"])
+    sections, summaries, plays = [], [], []
+    for k, play in enumerate(settings["plays"]):
+        parts = [done[key] for key in sorted(key for key in done if key[0] == k)]
+        res = {**_combined(parts, settings["policies"]), "config": config, "play": play,
+               "seed": settings["seed"], "tribute": settings["tribute"]}
+        summ = summarize(res)
+        heatmap = f"tribute_heatmaps_play{k + 1}.png"
+        if "learned" in settings["policies"]:
+            heatmaps(res, out / heatmap)
+        sections.append(report(res, summ, heatmap))
+        summaries.append(summ)
+        plays.append({"play": play,
+                      "policies": {t: vars(v) for t, v in summ["policies"].items()},
+                      "vs_heuristic": {t: vars(v) for t, v in summ["vs_heuristic"].items()},
+                      "asked": res["asked"].tolist(), "given": res["given"].tolist(),
+                      "heatmaps": heatmap})
+    text = overview(settings, summaries) + "\n" + "\n".join(sections)
+    (out / "report.md").write_text(text, encoding="utf-8")
+    (out / SUMMARY).write_text(json.dumps({
+        "tribute": settings["tribute"], "deals": settings["deals"],
+        "players": settings["players"], "seed": settings["seed"],
+        "tribute_policies": settings["policies"], "command": settings["command"],
+        "plays": plays}, indent=1), encoding="utf-8")
+    return text
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog=prog or "python -m dragons_egg.experiments.evaluation.tribute",
+        description="Compare tribute policies under one play policy or more.")
+    p.add_argument("--play", action="append", default=None, metavar="SPEC",
+                   help="play policy spec at every seat (deterministic); give it again for "
+                   "more (default: the --tribute agent's own play, then heuristic)")
+    p.add_argument("--tribute", default=None,
+                   help="the learned tribute policy: an agent spec whose ask and give choices "
+                   "the 'learned' variant uses (default ppo)")
+    p.add_argument("--deals", type=int_range(1), default=None,
+                   help="duplicate deal sequences per play policy (default 300)")
+    p.add_argument("--players", type=int_range(2, 8), default=None, help="default 4")
+    p.add_argument("--seed", type=int_range(0), default=None, help="default 0")
+    p.add_argument("--workers", type=int_range(1), default=1,
+                   help="processes; the results do not depend on it (default 1)")
+    p.add_argument("--policies", default=None,
+                   help="comma-separated tribute policies to play, heuristic among them "
+                   f"(default all: {','.join(TRIBUTE_POLICIES)})")
+    p.add_argument("--out", default=None, help="output folder (default runs/tribute)")
+    p.add_argument("--resume", metavar="DIR", default=None,
+                   help="finish the analysis in DIR with its saved settings (after a stop)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else argv
+    require_cli(p.prog, "experiments")  # progress bar and heatmaps
+    settings = _settings(args, p)
+    _check_specs(settings, p)
+    out = Path(args.resume or args.out or "runs/tribute")
+    try:
+        check_out_dir(out)
+    except OutputError as exc:
+        p.error(str(exc))
+    if args.resume is None:
+        if (out / SETTINGS).exists() or (out / SUMMARY).exists():
+            p.error(f"output folder {str(out)!r} already holds a tribute analysis: finish it "
+                    f"with --resume {shlex.quote(str(out))}, or choose another --out")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / SETTINGS).write_text(json.dumps(settings, indent=1), encoding="utf-8")
+    elif (out / SUMMARY).exists():
+        p.error(f"the analysis in {str(out)!r} is finished ({SUMMARY}); nothing to resume")
+    total = settings["deals"] * len(settings["plays"])
+    try:
+        done = play_all(settings, out, args.workers, not args.no_progress)
+    except AnalysisError as exc:
+        p.error(str(exc))
+    except KeyboardInterrupt:
+        saved = sum(len(part["dragons"]) for part in read_parts(out, settings).values())
+        p.exit(130, f"{p.prog}: interrupted; {saved} of {total} deal sequences are saved in "
+                    f"{out}; resume with: {p.prog} --resume {shlex.quote(str(out))}\n")
+    print(finish(settings, out, done))
     return 0
 
 
 __all__ = ["TributeMix", "TRIBUTE_POLICIES", "check_policies", "run", "summarize", "heatmaps",
-           "report", "main"]
+           "report", "overview", "read_settings", "read_parts", "play_all", "finish",
+           "AnalysisError", "SETTINGS", "PARTS", "SUMMARY", "main"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -9,7 +9,7 @@ it names (``PATHS``: comma-separated, relative to the repository root):
   differences in mean match score;
 - ``sizes:DIR,DIR,...``: one row per tournament of two agents, at its table size: the
   difference between the first and the second agent;
-- ``tribute:DIR,DIR,...``: one row per tribute analysis
+- ``tribute:DIR,DIR,...``: one row per tribute analysis and play policy
   (``dragons_egg.experiments.evaluation.tribute``):
   the Dragon's round-2 reward under each tribute policy, learned - heuristic, and the
   learned asks alone and give-back alone against the heuristic's;
@@ -88,16 +88,22 @@ def tribute_block(root: Path, dirs: list[str]) -> str:
              "heuristic | learned | learned - heuristic | its asks alone | its give-back "
              "alone |", "|---|---|---:|---|---|---|---|---|---|---|"]
     for d in dirs:
-        s = _load(root, d)
-        p = s["policies"]
-        vs = s["vs_heuristic"]
-        split = [_est(vs[t], sign=True) if t in vs else "-"  # analyses before the split
-                 for t in ("learned-ask", "learned-give")]
-        lines.append(f"| `{s['play']}` | `{s['tribute']}` | {s['deals']} | "
-                     + " | ".join(_est(p[t]) if t in p else "-"  # --policies left it out
-                                  for t in ("none", "random", "heuristic", "learned"))
-                     + f" | **{_est(vs['learned'], sign=True)}** | " + " | ".join(split) + " |")
+        top = _load(root, d)
+        # one row per play policy (an analysis before several plays was one play's summary)
+        for s in ([{**top, **play} for play in top["plays"]] if "plays" in top else [top]):
+            lines.append(_tribute_row(s))
     return "\n".join(lines)
+
+
+def _tribute_row(s: dict[str, Any]) -> str:
+    p = s["policies"]
+    vs = s["vs_heuristic"]
+    split = [_est(vs[t], sign=True) if t in vs else "-"  # analyses before the split
+             for t in ("learned-ask", "learned-give")]
+    return (f"| `{s['play']}` | `{s['tribute']}` | {s['deals']} | "
+            + " | ".join(_est(p[t]) if t in p else "-"  # --policies left it out
+                         for t in ("none", "random", "heuristic", "learned"))
+            + f" | **{_est(vs['learned'], sign=True)}** | " + " | ".join(split) + " |")
 
 
 def training_block(root: Path, dirs: list[str]) -> str:

@@ -849,8 +849,8 @@ def tribute_regret(ro: Rollout) -> float:
     learning curve of the tribute)."""
     mask = ro.mask[ro.cf_index]
     q = np.where(mask, np.nan_to_num(ro.cf_q), -np.inf)
-    expected = (np.where(mask, ro.cf_probs, 0.0) * np.where(mask, q, 0.0)).sum(axis=1)
-    expected /= np.where(mask, ro.cf_probs, 0.0).sum(axis=1)
+    probs = np.where(mask, ro.cf_probs, 0.0)
+    expected = (probs * np.where(mask, q, 0.0)).sum(axis=1) / probs.sum(axis=1)
     return float((q.max(axis=1) - expected).mean())
 
 

@@ -6,7 +6,7 @@
 #   the learned tribute minus the heuristic's at every size, under the agent's own play and
 #   under the heuristic's (20,000 deal sequences; 100,000 at 4 players), asks and give-backs
 #   apart (learned-ask, learned-give).
-# Resumable: a finished measure is skipped; a tournament cut short is resumed (--resume).
+# Resumable: a finished measure is skipped; one cut short is resumed (--resume).
 #   POLICY=FILE.npz OUT=DIR WORKERS=2 bash results/selfplay-cf/measure.sh [tournaments|tribute]
 # DIV divides every count (DIV=100: a smoke test of minutes, not a measure).
 set -e
@@ -44,13 +44,15 @@ fi
 if [ "$what" = all ] || [ "$what" = tribute ]; then
   for n in 2 3 4 5 6 7 8; do
     deals=20000; [ $n = 4 ] && deals=100000
-    for play in self heuristic; do
-      dir="$OUT/tribute-${n}p-$play-play"
-      [ -f "$dir/summary.json" ] && { echo "$dir: done"; continue; }
-      spec=$me; [ $play = heuristic ] && spec=heuristic
-      dragons-egg tribute-analysis --play "$spec" --tribute "$me" --players $n \
-        --deals $((deals / DIV)) --seed $((2620 + n)) --workers "$WORKERS" \
+    dir="$OUT/tribute-${n}p"  # both plays: the agent's own, then the heuristic's
+    if [ -f "$dir/summary.json" ]; then
+      echo "$dir: done"
+    elif [ -f "$dir/tribute_settings.json" ]; then
+      dragons-egg tribute-analysis --resume "$dir" --workers "$WORKERS"
+    else
+      dragons-egg tribute-analysis --tribute "$me" --players $n --deals $((deals / DIV)) \
+        --seed $((2620 + n)) --workers "$WORKERS" \
         --policies heuristic,learned,learned-ask,learned-give --out "$dir"
-    done
+    fi
   done
 fi

@@ -182,8 +182,8 @@ def usage_error(argv, capsys, command):
 @pytest.mark.parametrize("argv,needle", [
     (["--bots", "ppo:path=/nope.zip"], "ppo: checkpoint /nope.zip does not exist"),
     (["--bots", "rllib:path=/nope"], "rllib: exported module folder /nope does not exist"),
-    (["--bots", "ismcts:iterations=0"], "ismcts: iterations must be >= 1, got 0"),
-    (["--bots", "ismcts:iterations=-5"], "ismcts: iterations must be >= 1, got -5"),
+    (["--bots", "ismcts:iterations=0"], "ismcts: iterations must be an integer >= 1, got 0"),
+    (["--bots", "ismcts:iterations=-5"], "ismcts: iterations must be an integer >= 1, got -5"),
     (["--players", "5", "--bots", f"ppo:path={PREVIOUS}"],
      f"ppo:path={PREVIOUS} plays tables of up to 4 players (the size its policy was trained "
      "for), not 5"),

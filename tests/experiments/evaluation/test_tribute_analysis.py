@@ -86,11 +86,11 @@ def test_command_line_takes_play_and_tribute_apart(tmp_path, capsys):
     assert ta.main(["--play", "heuristic", "--tribute", "ppo", "--deals", "3", "--seed", "2",
                     "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["play"] == "heuristic" and summary["tribute"] == "ppo"
+    assert [p["play"] for p in summary["plays"]] == ["heuristic"] and summary["tribute"] == "ppo"
     assert summary["deals"] == 3 and summary["command"].endswith("--out " + str(out))
     report = (out / "report.md").read_text()
     assert "play policy at every seat: `heuristic`; learned tribute policy: `ppo`" in report
-    assert (out / "tribute_heatmaps.png").stat().st_size > 0
+    assert (out / "tribute_heatmaps_play1.png").stat().st_size > 0
     for argv, needle in ((["--tribute", "nobody"], "--tribute: "),
                          (["--play", "ppo:path=/nope.npz"], "--play: "),
                          (["--play", f"ppo:path={_previous()}", "--players", "5"], "--play: ")):
@@ -136,7 +136,124 @@ def test_command_line_policies(tmp_path, capsys):
                     "--policies", "heuristic,learned", "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["tribute_policies"] == ["heuristic", "learned"]
-    assert set(summary["policies"]) == {"heuristic", "learned"}
+    assert set(summary["plays"][0]["policies"]) == {"heuristic", "learned"}
     with pytest.raises(SystemExit) as exc:
         ta.main(["--policies", "learned", "--deals", "1", "--out", str(tmp_path / "x")])
     assert exc.value.code == 2 and "--policies: " in capsys.readouterr().err
+
+
+def _means(summary: dict) -> list:
+    return [(p["play"], {t: e["mean"] for t, e in p["policies"].items()},
+             {t: (e["mean"], e["low"], e["high"]) for t, e in p["vs_heuristic"].items()},
+             p["asked"], p["given"]) for p in summary["plays"]]
+
+
+def test_by_default_both_plays_the_agents_own_and_the_heuristics(tmp_path):
+    """Without --play the analysis plays the learned agent's own play, then the heuristic's,
+    each as a run of that one play policy would (deal for deal), and the report's head puts
+    the two differences side by side."""
+    out = tmp_path / "both"
+    assert ta.main(["--tribute", "greedy", "--players", "3", "--deals", "4", "--seed", "6",
+                    "--policies", "heuristic,learned,learned-give", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert [p["play"] for p in summary["plays"]] == ["greedy", "heuristic"]
+    for play in summary["plays"]:
+        res = ta.run(play["play"], deals=4, num_players=3, seed=6, tribute_spec="greedy",
+                     policies=("heuristic", "learned", "learned-give"))
+        summ = ta.summarize(res)
+        assert play["vs_heuristic"]["learned"] == vars(summ["vs_heuristic"]["learned"])
+        assert play["asked"] == res["asked"].tolist()
+    head = (out / "report.md").read_text().split("## ")[0]
+    assert "| `greedy` |" in head and "| `heuristic` |" in head
+    assert (out / "tribute_heatmaps_play2.png").stat().st_size > 0
+
+
+def _stop_after(monkeypatch, calls: int) -> None:
+    """The analysis stops (as on Ctrl-C) when it starts its unit of work number ``calls + 1``."""
+    real = ta._deal_range
+    seen = []
+
+    def deal_range(task):
+        if len(seen) == calls:
+            raise KeyboardInterrupt
+        seen.append(task)
+        return real(task)
+
+    monkeypatch.setattr(ta, "_deal_range", deal_range)
+
+
+ARGS = ["--tribute", "greedy", "--players", "3", "--seed", "4", "--policies",
+        "heuristic,learned"]
+
+
+def test_a_stopped_analysis_keeps_its_finished_work_and_resumes_to_the_same_results(
+        tmp_path, monkeypatch, capsys):
+    deals = ta.DEALS_PER_TASK + 5  # two units of work per play policy, four in all
+    whole = tmp_path / "whole"
+    assert ta.main([*ARGS, "--deals", str(deals), "--out", str(whole)]) == 0
+    out = tmp_path / "cut"
+    _stop_after(monkeypatch, 3)
+    with pytest.raises(SystemExit) as exc:
+        ta.main([*ARGS, "--deals", str(deals), "--out", str(out), "--no-progress"])
+    assert exc.value.code == 130
+    err = capsys.readouterr().err
+    assert f"{deals + ta.DEALS_PER_TASK} of {2 * deals} deal sequences are saved" in err
+    assert f"--resume {out}" in err
+    assert len((out / ta.PARTS).read_text().splitlines()) == 3
+    assert not (out / "summary.json").exists()
+    monkeypatch.undo()
+    # a stop in the middle of a write leaves a torn last line: dropped, and played again
+    with (out / ta.PARTS).open("a") as f:
+        f.write('{"play": 1, "lo": 25, "rewa')
+    assert ta.main(["--resume", str(out), "--no-progress"]) == 0
+    assert "dropping a last line cut off" in capsys.readouterr().err
+    a = json.loads((whole / "summary.json").read_text())
+    b = json.loads((out / "summary.json").read_text())
+    assert _means(a) == _means(b)
+    assert b["command"].endswith(f"--out {out} --no-progress")  # the command that started it
+    assert len((out / ta.PARTS).read_text().splitlines()) == 4
+
+
+@pytest.mark.parametrize("argv, needle", [
+    ([], "already holds a tribute analysis: finish it with --resume"),
+    (["--resume", "{out}", "--seed", "5"], "cannot resume {out} with other settings: --seed 5 "
+     "(saved: 4)"),
+    (["--resume", "{out}", "--out", "{out}x"], "continues the analysis in that folder"),
+    (["--resume", "{out}x"], "holds no tribute analysis to resume"),
+])
+def test_a_folder_holding_an_analysis_is_never_written_over(tmp_path, capsys, argv, needle):
+    out = tmp_path / "a"
+    assert ta.main([*ARGS, "--deals", "2", "--out", str(out)]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    argv = [a.format(out=out) for a in argv] or [*ARGS, "--deals", "3", "--out", str(out)]
+    with pytest.raises(SystemExit) as exc:
+        ta.main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert needle.format(out=out) in err and "Traceback" not in err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_a_damaged_parts_file_is_refused_by_name(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "d"
+    _stop_after(monkeypatch, 1)
+    with pytest.raises(SystemExit):
+        ta.main([*ARGS, "--deals", "30", "--out", str(out), "--no-progress"])
+    monkeypatch.undo()
+    capsys.readouterr()
+    parts = out / ta.PARTS
+    good = parts.read_text()
+    for bad, needle in (("{not json\n", "line 1, is damaged"),
+                        (good + good, "line 2, is not a unit of work of this analysis"),
+                        (good.replace('"lo": 0', '"lo": 3'), "line 1, is not a unit of work")):
+        parts.write_text(bad)
+        with pytest.raises(SystemExit) as exc:
+            ta.main(["--resume", str(out), "--no-progress"])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert str(parts) in err and needle in err and "Traceback" not in err
+        assert parts.read_text() == bad  # refused, not repaired
+    (out / ta.SETTINGS).write_text('{"format": "something else"}')
+    with pytest.raises(SystemExit):
+        ta.main(["--resume", str(out)])
+    assert "is not the settings of a tribute analysis" in capsys.readouterr().err

@@ -334,3 +334,26 @@ def test_readme_tribute_block_shows_policies_an_analysis_left_out_as_dashes(tmp_
     row = readme_tables.tribute_block(tmp_path, ["res/tr"]).splitlines()[-1]
     assert row == ("| `ppo` | `ppo` | 5 | - | - | 0.200 [0.100, 0.300] | 0.200 [0.100, 0.300] | "
                    "**+0.010 [-0.010, +0.030]** | - | - |")
+
+
+def test_readme_tribute_block_has_a_row_per_play_policy_of_an_analysis(tmp_path):
+    """An analysis of several play policies (``summary.json`` with ``plays``) is a row each, in
+    the order played."""
+    import json
+
+    from dragons_egg.experiments.tools import readme_tables
+
+    d = tmp_path / "res" / "tr"
+    d.mkdir(parents=True)
+    est = {"mean": 0.2, "low": 0.1, "high": 0.3}
+    plays = [{"play": p, "policies": {"heuristic": est, "learned": est},
+              "vs_heuristic": {"learned": {"mean": m, "low": m - 0.01, "high": m + 0.01},
+                               "learned-give": est}}
+             for p, m in (("ppo", 0.02), ("heuristic", -0.03))]
+    (d / "summary.json").write_text(json.dumps({"tribute": "ppo", "deals": 7, "plays": plays}))
+    rows = readme_tables.tribute_block(tmp_path, ["res/tr"]).splitlines()[2:]
+    assert rows == [
+        "| `ppo` | `ppo` | 7 | - | - | 0.200 [0.100, 0.300] | 0.200 [0.100, 0.300] | "
+        "**+0.020 [+0.010, +0.030]** | - | +0.200 [+0.100, +0.300] |",
+        "| `heuristic` | `ppo` | 7 | - | - | 0.200 [0.100, 0.300] | 0.200 [0.100, 0.300] | "
+        "**-0.030 [-0.040, -0.020]** | - | +0.200 [+0.100, +0.300] |"]
