@@ -930,8 +930,11 @@ class Learner:
         pg = -torch.min(ratio * adv, ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range) * adv)
         policy_loss = (pg * w).sum() / w.sum()
         value_loss = (((v - b["ret"]) ** 2) * w).sum() / w.sum()
-        probs = logp_all.exp()
-        ent = -(probs * logp_all.masked_fill(~b["mask"], 0.0)).sum(-1)
+        # -sum p log p over the legal actions: exp of the legal log-probabilities only (an
+        # illegal action's 0 gives exp(0) * 0 = 0, as its probability 0 did), never exp of
+        # an illegal action's -1e9 logit, whose underflow takes exp's slow path (10x here)
+        logp_legal = logp_all.masked_fill(~b["mask"], 0.0)
+        ent = -(logp_legal.exp() * logp_legal).sum(-1)
         entropy = (ent * w).sum() / w.sum()
         loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
         cf_loss = self._cf_loss(cf) if cf is not None else None

@@ -357,3 +357,28 @@ def test_league_agents_play_their_seats_and_are_not_trained_on(tmp_path):
         tiny(tmp_path, league_agents=("ismcts:iterations=5",)).validate()
     with pytest.raises(ValueError, match="nosuch"):
         tiny(tmp_path, league_agents=("nosuch",)).validate()
+
+
+def test_the_entropy_term_is_the_policys_entropy_over_legal_actions(tmp_path):
+    """The minibatch's entropy is the weighted mean of -sum p log p over each row's legal
+    actions (torch's Categorical on the legal logits), whatever the illegal logits were."""
+    import torch
+
+    run = Run(tiny(tmp_path))
+    learner = run.learner
+    rng = np.random.default_rng(0)
+    n, obs_size = 64, learner.model.trunk[0].in_features
+    mask = rng.random((n, NUM_ACTIONS)) < 0.2
+    mask[:, 0] = True
+    b = {"obs": torch.from_numpy(rng.standard_normal((n, obs_size)).astype(np.float32)),
+         "mask": torch.from_numpy(mask), "act": torch.zeros(n, dtype=torch.int64),
+         "logp": torch.zeros(n), "adv": torch.from_numpy(rng.standard_normal(n).astype(
+             np.float32)), "ret": torch.zeros(n), "v": torch.zeros(n),
+         "w": torch.from_numpy(rng.uniform(0.5, 2.0, n).astype(np.float32))}
+    with torch.no_grad():
+        logits, _ = learner.model(b["obs"], b["mask"])
+        ent = torch.stack([torch.distributions.Categorical(logits=row[m]).entropy()
+                           for row, m in zip(logits, b["mask"], strict=True)])
+        want = float((ent * b["w"]).sum() / b["w"].sum())
+    got = learner._minibatch(b)["entropy"]
+    assert got == pytest.approx(want, rel=1e-5) and got > 0.1
