@@ -305,7 +305,7 @@ def report(res: dict[str, Any], summ: dict[str, Any],
     for t in summ["policies"]:
         est = summ["policies"][t]
         diff = summ["vs_heuristic"].get(t)
-        lines.append(f"| `{t}` | {est.fmt()} | {diff.fmt() if diff else '-'} |")
+        lines.append(f"| `{t}` | {est.fmt()} | {diff.fmt(sign=True) if diff else '-'} |")
     vs = summ["vs_heuristic"]
     lines.append("")
     if "learned" in vs:
@@ -313,13 +313,13 @@ def report(res: dict[str, Any], summ: dict[str, Any],
         verdict = ("beats" if d.low > 0 else "loses to" if d.high < 0 else
                    "is not distinguishable from")
         lines.append(f"The learned tribute **{verdict}** the heuristic one (difference "
-                     f"{d.fmt()}).")
+                     f"{d.fmt(sign=True)}).")
     if "learned-ask" in vs:
         lines.append(f"Its asks alone (with the heuristic's give-back) differ by "
-                     f"{vs['learned-ask'].fmt()}.")
+                     f"{vs['learned-ask'].fmt(sign=True)}.")
     if "learned-give" in vs:
         lines.append(f"Its give-back alone (with the heuristic's asks) differs by "
-                     f"{vs['learned-give'].fmt()}.")
+                     f"{vs['learned-give'].fmt(sign=True)}.")
     if "learned" not in vs:  # nothing learned was played, so no cards were recorded
         return "\n".join(lines) + "\n"
     lines += ["",
@@ -346,7 +346,7 @@ def overview(settings: dict[str, Any], summaries: Sequence[dict[str, Any]]) -> s
              "give-back alone |", "|---|---|---|---|"]
     for play, summ in zip(settings["plays"], summaries, strict=True):
         vs = summ["vs_heuristic"]
-        cells = [vs[t].fmt() if t in vs else "-"
+        cells = [vs[t].fmt(sign=True) if t in vs else "-"
                  for t in ("learned", "learned-ask", "learned-give")]
         lines.append(f"| `{play}` | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -36,16 +36,22 @@ class Estimate:
         """Whether the interval rests on at least :data:`MIN_SEQUENCES` deal sequences."""
         return self.sequences is None or self.sequences >= MIN_SEQUENCES
 
-    def fmt(self, digits: int = 3) -> str:
+    def fmt(self, digits: int = 3, sign: bool = False) -> str:
+        """``mean [low, high]`` with ``digits`` decimals (``sign``: with ``+`` on positive
+        numbers, as for a difference)."""
         if not self.enough:
-            return f"{_num(self.mean, digits)} [too few sequences: {self.sequences}]"
-        return f"{_num(self.mean, digits)} [{_num(self.low, digits)}, {_num(self.high, digits)}]"
+            return f"{_num(self.mean, digits, sign)} [too few sequences: {self.sequences}]"
+        return (f"{_num(self.mean, digits, sign)} [{_num(self.low, digits, sign)}, "
+                f"{_num(self.high, digits, sign)}]")
 
 
-def _num(x: float, digits: int) -> str:
-    """``x`` with ``digits`` decimals, never ``-0.000``."""
-    text = f"{x:.{digits}f}"
-    return text[1:] if text.startswith("-") and float(text) == 0 else text
+def _num(x: float, digits: int, sign: bool = False) -> str:
+    """``x`` with ``digits`` decimals, never ``-0.000`` (``sign``: ``+`` before a positive
+    one)."""
+    text = f"{x:{'+' if sign else ''}.{digits}f}"
+    if float(text) == 0:
+        return text.lstrip("+-")
+    return text
 
 
 def bootstrap(sums: np.ndarray, counts: np.ndarray, reps: int, rng: np.random.Generator,
