@@ -14,8 +14,8 @@ About 5 minutes on 2 cores with the defaults (4M samples, 200 matches), after se
 (5 min 18 s measured beside a 2-worker ISMCTS tournament).
 
 ``python -m dragons_egg.experiments.cli.main_job [--out runs/main] [--samples N] [--matches N]
-[--seed
-N]``
+[--seed N] [--overwrite]``: without ``--out`` a rerun writes to the first free ``runs/main-2``,
+``runs/main-3``, ...; an ``--out`` that holds a main job is refused unless ``--overwrite``.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def train_fresh(samples: int, seed: int, out: Path):
                          eval_every=max(samples // 4, 1), eval_matches=100,
                          checkpoint_every=max(samples // 4, 1), out_dir=str(out),
                          run_name=FRESH)
-    run = Run(cfg, overwrite=True)  # the job's output is made anew on each run
+    run = Run(cfg, overwrite=True)  # a folder holding a job is refused before (or --overwrite)
     run.train()
     return run
 
@@ -93,10 +93,36 @@ def _training_lines(run, asked: int) -> list[str]:
     return lines
 
 
+#: The main job's default output folder.
+DEFAULT_OUT = Path("runs/main")
+#: What a folder holding a main job's results has (any of them).
+JOB_FILES = ("report.md", FRESH, "tournament")
+
+
+def holds_job(out: Path) -> bool:
+    """Whether ``out`` holds (some of) a main job's results."""
+    return any((out / name).exists() for name in JOB_FILES)
+
+
+def fresh_out(base: Path = DEFAULT_OUT) -> Path:
+    """``base``, or when it holds an earlier main job the first of ``base-2``, ``base-3``, ...
+    that does not: a rerun with the default folder never writes over an earlier one."""
+    out, k = base, 1
+    while holds_job(out):
+        k += 1
+        out = base.with_name(f"{base.name}-{k}")
+    return out
+
+
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     p = argparse.ArgumentParser(prog=prog or "python -m dragons_egg.experiments.cli.main_job",
                                 description="Train briefly, run a tournament, write a report.")
-    p.add_argument("--out", default="runs/main", help="output folder (default runs/main)")
+    p.add_argument("--out", default=None,
+                   help=f"output folder (default {DEFAULT_OUT}, or, when that holds an "
+                   f"earlier main job, the first free {DEFAULT_OUT}-2, {DEFAULT_OUT}-3, ...)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the main job that the --out folder holds (without it, such a "
+                   "folder is an error)")
     p.add_argument("--samples", type=int_range(1), default=DEFAULT_SAMPLES,
                    help=f"learner samples to train the fresh agent for (default "
                    f"{DEFAULT_SAMPLES:,}), rounded up to whole rollouts")
@@ -109,10 +135,16 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     for agent in (SHIPPED, PREVIOUS):
         if not agent.is_file():
             p.error(f"the shipped agent {agent} is missing: reinstall the package")
+    if args.out is not None and holds_job(Path(args.out)) and not args.overwrite:
+        p.error(f"--out {args.out} holds an earlier main job's results: give another --out, "
+                "or --overwrite to replace them")
     try:
-        out = check_out_dir(args.out)
+        out = check_out_dir(args.out if args.out is not None else fresh_out())
     except OutputError as exc:
         p.error(str(exc))
+    if args.out is None and out != DEFAULT_OUT:
+        print(f"{DEFAULT_OUT} holds an earlier main job: this one writes to {out}",
+              file=sys.stderr, flush=True)
     t0 = time.time()
 
     print(f"[1/3] training a fresh agent for {args.samples:,} samples (batched self-play)",
@@ -129,7 +161,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
                                   "heuristic", "greedy", "random"], num_players=4,
                           matches=args.matches, seed=args.seed, workers=args.workers,
                           out_dir=str(out / "tournament"))
-    summary = run_tournament(tc, overwrite=True)  # made anew with the run, as the training
+    summary = run_tournament(tc, overwrite=True)  # as the training: refused before, or replaced
     t2 = time.time()
 
     print("[3/3] writing the report", file=sys.stderr, flush=True)

@@ -325,7 +325,11 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
                    help=f"comma-separated subset of {', '.join(PLACEMENTS)}")
     p.add_argument("--no-sb3", action="store_true",
                    help="leave out the comparison with the SB3 trainer")
-    p.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    p.add_argument("--json", metavar="PATH",
+                   help="also write the figures as JSON, as each part finishes (\"partial\": "
+                   "true until the end); an existing file is refused unless --overwrite")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the --json file if it exists")
     args = p.parse_args(argv)
     names = [n for n in args.placements.split(",") if n]
     unknown = [n for n in names if n not in PLACEMENTS]
@@ -335,6 +339,15 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     require_cli(p.prog, "train")
     if any(PLACEMENTS[n][0] for n in names):
         require_cli(p.prog, "rllib")  # Ray
+    json_path = _json_path(args.json, args.overwrite, p) if args.json else None
+
+    def save(done: bool = False) -> None:
+        """The figures so far, to --json (a bench cut short keeps what it measured)."""
+        if json_path is not None:
+            tmp = json_path.with_name(json_path.name + ".tmp")
+            tmp.write_text(json.dumps({**report, "partial": not done}, indent=1))
+            tmp.replace(json_path)
+
     report: dict[str, Any] = {"epochs": args.epochs, "cores": os.cpu_count(), "rows": []}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
@@ -342,6 +355,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             _say(f"placement {name}: {args.seconds:g} s ...")
             row = bench_placement(name, args.seconds, args.epochs, out)
             report["rows"].append(row)
+            save()
             _say(f"  {row['samples_per_s']:,.0f} samples/s ({row['updates']} updates)")
         _say("parts, each alone ...")
         col = collector_rate(min(args.seconds, 20.0), args.epochs, out)
@@ -354,6 +368,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         best2 = max(l2["samples_per_s"], ddp["samples_per_s"])
         report["model"] = [scaling_model(col["samples_per_s"], l1["samples_per_s"], best2, c)
                            for c in (2, 4, 8, 16, 32)]
+        save()
         if not args.no_sb3:
             _say(f"SB3 trainer and the in-process trainer at 2 epochs: {args.seconds:g} s "
                  "each ...")
@@ -362,9 +377,26 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             report["selfplay"], report["train_ppo"] = sp, ppo
             report["ratio"] = sp["samples_per_s"] / ppo["samples_per_s"]
     print_report(report)
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1))
+    save(done=True)
     return 0
+
+
+def _json_path(path: str, overwrite: bool, parser: argparse.ArgumentParser) -> Path:
+    """``--json PATH`` checked before any measuring: its folder made, an existing file (an
+    earlier bench's figures) refused unless ``overwrite``."""
+    out = Path(path)
+    if out.is_dir():
+        parser.error(f"--json {path} is a folder, not a file")
+    if out.exists() and not overwrite:
+        parser.error(f"--json {path} exists (an earlier bench's figures): give another path, "
+                     "or --overwrite to replace it")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        parser.error(f"--json {path}: cannot make its folder: {exc}")
+    if not os.access(out.parent, os.W_OK):
+        parser.error(f"--json {path}: its folder {out.parent} is not writable")
+    return out
 
 
 def print_report(report: dict[str, Any]) -> None:

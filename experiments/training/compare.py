@@ -216,7 +216,11 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="seed of the evaluation deals")
     p.add_argument("--variants", default=",".join(VARIANTS),
                    help=f"comma-separated subset of {', '.join(VARIANTS)}")
-    p.add_argument("--out", default="results/selfplay-compare")
+    p.add_argument("--out", default="results/selfplay-compare",
+                   help="output folder (default results/selfplay-compare); one that holds a "
+                   "comparison is refused unless --overwrite")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the comparison the --out folder holds (its report and models)")
     args = p.parse_args(argv)
     require_cli(p.prog, "train")
     from dragons_egg.experiments.evaluation.versus import format_estimate
@@ -227,7 +231,14 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         p.error(f"unknown variant(s) {', '.join(unknown) or '(none given)'}; "
                 f"choose from {', '.join(VARIANTS)}")
     out = Path(args.out)
-    (out / "models").mkdir(parents=True, exist_ok=True)
+    held = [name for name in ("compare.json", "compare.md", "models") if (out / name).exists()]
+    if held and not args.overwrite:
+        p.error(f"--out {args.out} holds a comparison ({', '.join(held)}): give another "
+                "--out, or --overwrite to replace it")
+    try:
+        (out / "models").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        p.error(f"--out {args.out}: {exc}")
     rows = []
     for k, name in enumerate(names, 1):
         print(f"[{k}/{len(names)}] {name}: training for {args.seconds:g} CPU s ...",

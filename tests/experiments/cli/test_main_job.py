@@ -36,3 +36,24 @@ def test_unwritable_output_folder_is_one_line(capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "'/dev/null' is not a folder" in err
+
+
+def test_a_rerun_never_writes_over_an_earlier_main_job(tmp_path, capsys):
+    """Without --out, the next free runs/main-N; an --out that holds a job is refused (its
+    files untouched) unless --overwrite."""
+    from dragons_egg.experiments.cli import main_job
+
+    base = tmp_path / "runs" / "main"
+    assert main_job.fresh_out(base) == base  # nothing there yet
+    (base / "tournament").mkdir(parents=True)
+    assert main_job.fresh_out(base) == tmp_path / "runs" / "main-2"
+    (tmp_path / "runs" / "main-2").mkdir()  # an empty folder holds no job
+    assert main_job.fresh_out(base) == tmp_path / "runs" / "main-2"
+    (tmp_path / "runs" / "main-2" / "report.md").write_text("earlier")
+    assert main_job.fresh_out(base) == tmp_path / "runs" / "main-3"
+    with pytest.raises(SystemExit) as exc:
+        main(["--out", str(tmp_path / "runs" / "main-2"), "--samples", "1"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "holds an earlier main job's results" in err and "--overwrite" in err
+    assert (tmp_path / "runs" / "main-2" / "report.md").read_text() == "earlier"

@@ -270,7 +270,7 @@ def test_a_checkpoint_ships_as_a_ppo_policy_with_provenance(tmp_path, capsys):
     assert load_policy_file(dest2).meta["provenance"]["command"] == "train it"
 
 
-def test_settings_comparison_reports_every_variant(tmp_path):
+def test_settings_comparison_reports_every_variant(tmp_path, capsys):
     from dragons_egg.experiments.training import compare as selfplay_compare
 
     out = tmp_path / "cmp"
@@ -289,6 +289,12 @@ def test_settings_comparison_reports_every_variant(tmp_path):
     assert "| too few deal sequences |" in (out / "compare.md").read_text()
     with pytest.raises(SystemExit):
         selfplay_compare.main(["--variants", "nope", "--out", str(out)])
+    before = (out / "compare.json").read_text()
+    with pytest.raises(SystemExit) as exc:  # a rerun into the folder: refused before training
+        selfplay_compare.main(["--seconds", "0.5", "--variants", "selfplay-tribute4", "--out",
+                               str(out)])
+    assert exc.value.code == 2 and "holds a comparison" in capsys.readouterr().err
+    assert (out / "compare.json").read_text() == before
 
 
 def test_saved_policies_are_evaluated_afterwards_once_each(tmp_path, capsys):

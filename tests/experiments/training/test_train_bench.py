@@ -31,3 +31,45 @@ def test_the_report_names_the_one_core_row_in_process(capsys):
     print_report({"epochs": 4, "cores": 2, "rows": rows})
     out = capsys.readouterr().out
     assert "ray_2_pipelined" in out and "1.90" in out and "1.00" in out
+
+
+def test_json_is_written_as_each_part_finishes_and_never_over_an_earlier_one(
+        tmp_path, monkeypatch, capsys):
+    """--json is checked before anything is measured (an existing file is refused unless
+    --overwrite) and holds every finished placement at once, "partial" until the end."""
+    import json
+
+    from dragons_egg.experiments.training import bench
+
+    path = tmp_path / "figures" / "bench.json"  # its folder is made
+    seen = []
+
+    def placement(name, seconds, epochs, out):
+        if seen:  # the first placement is on disk before the second is measured
+            assert json.loads(path.read_text())["rows"][0]["placement"] == seen[0]
+            assert json.loads(path.read_text())["partial"] is True
+        seen.append(name)
+        return {"placement": name, "learner_threads": 1, "samples_per_s": 1000.0 * len(seen),
+                "updates": 1, "learner_wait_s": 0.1, "update_s": 1.0,
+                "collector_busy_s": None, "lag": None}
+
+    rate = {"samples_per_s": 5000.0}
+    monkeypatch.setattr(bench, "bench_placement", placement)
+    monkeypatch.setattr(bench, "collector_rate", lambda *a: rate)
+    monkeypatch.setattr(bench, "_rollout", lambda *a: tmp_path / "rollout.npz")
+    monkeypatch.setattr(bench, "learner_rate", lambda *a: rate)
+    monkeypatch.setattr(bench, "ddp_learner_rate", lambda *a: rate)
+    argv = ["--placements", "in_process,in_process_2threads", "--no-sb3", "--json", str(path)]
+    assert bench.main(argv) == 0
+    final = json.loads(path.read_text())
+    assert final["partial"] is False and [r["placement"] for r in final["rows"]] == seen
+    assert "parts" in final and not list(path.parent.glob("*.tmp"))
+    for extra, needle in (([], "exists (an earlier bench's figures)"),
+                          (["--json", str(tmp_path)], "is a folder")):
+        with pytest.raises(SystemExit) as exc:
+            bench.main([*argv, *extra])
+        assert exc.value.code == 2 and needle in capsys.readouterr().err
+    assert json.loads(path.read_text()) == final  # refused, not touched
+    seen.clear()
+    assert bench.main([*argv, "--overwrite"]) == 0
+    assert json.loads(path.read_text())["partial"] is False
