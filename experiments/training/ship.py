@@ -95,11 +95,19 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
                    "before checkpoints held only tensors and plain data; reading one unpickles "
                    "Python objects, which runs any code stored in the file, so give it only "
                    "for a checkpoint from a source you trust (a warning names it)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --dest file (and its .json); without it, one is "
+                   "an error")
     args = p.parse_args(argv)
     if not args.into_package and args.dest is None:
         p.error("say where to write the policy: --dest FILE.npz, or --into-package to "
                 "replace the package's shipped ppo agent")
     dest = SHIPPED if args.into_package else Path(args.dest)
+    if not args.into_package and not args.overwrite:
+        held = [str(f) for f in (dest, dest.with_suffix(".json")) if f.exists()]
+        if held:
+            p.error(f"--dest {args.dest}: {' and '.join(held)} exist: give another --dest, or "
+                    "--overwrite to replace them")
     command = args.command if args.command is not None else (
         SHIPPED_COMMAND if args.into_package else "")
     if not is_policy_file(args.checkpoint):  # a torch checkpoint

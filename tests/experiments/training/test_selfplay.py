@@ -268,6 +268,15 @@ def test_a_checkpoint_ships_as_a_ppo_policy_with_provenance(tmp_path, capsys):
     assert meta2["command"] == "train it"
     np.testing.assert_array_equal(load_policy_file(dest2).pi[0], load_policy_file(snap).pi[0])
     assert load_policy_file(dest2).meta["provenance"]["command"] == "train it"
+    # an existing --dest is refused, untouched, unless --overwrite
+    before = dest2.read_bytes()
+    with pytest.raises(SystemExit) as exc:
+        ship.main([str(ckpt), "--dest", str(dest2)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and f"{dest2} and {dest2.with_suffix('.json')} exist" in err
+    assert dest2.read_bytes() == before
+    assert ship.main([str(ckpt), "--dest", str(dest2), "--overwrite"]) == 0
+    assert load_policy_file(dest2).meta["provenance"]["checkpoint"] == str(ckpt)
 
 
 def test_settings_comparison_reports_every_variant(tmp_path, capsys):
