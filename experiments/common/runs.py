@@ -12,6 +12,7 @@ import csv
 import dataclasses
 import json
 import math
+import os
 import shlex
 import shutil
 import signal
@@ -122,6 +123,29 @@ def _listing(paths: Sequence[Path]) -> str:
         n = sum(1 for q in p.rglob("*") if not q.is_dir())
         return f"{p.name}/ ({n} file{'s' * (n != 1)})"
     return ", ".join(one(p) for p in paths)
+
+
+def claim_output(out: str | Path, patterns: Iterable[str], *, overwrite: bool = False,
+                 what: str = "results") -> Path:
+    """``out`` as a folder a command may write its results in, checked before it does any
+    work: made if missing (a ``ValueError`` saying why when it cannot be), and a
+    ``ValueError`` naming what it holds when it holds entries of ``patterns`` (an earlier
+    run's ``what``), unless ``overwrite``: a rerun never writes over earlier results
+    unasked."""
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{out} is a file, not a folder")
+    found = run_files(path, patterns)
+    if found and not overwrite:
+        raise ValueError(f"{out} holds earlier {what} ({_listing(found)}): give another "
+                         "folder, or --overwrite to replace them")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"cannot make the folder {out}: {exc.strerror or exc}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ValueError(f"the folder {out} is not writable")
+    return path
 
 
 def checkpoint_folder(checkpoint: str | Path) -> Path:

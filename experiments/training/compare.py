@@ -230,15 +230,14 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     if unknown or not names:
         p.error(f"unknown variant(s) {', '.join(unknown) or '(none given)'}; "
                 f"choose from {', '.join(VARIANTS)}")
-    out = Path(args.out)
-    held = [name for name in ("compare.json", "compare.md", "models") if (out / name).exists()]
-    if held and not args.overwrite:
-        p.error(f"--out {args.out} holds a comparison ({', '.join(held)}): give another "
-                "--out, or --overwrite to replace it")
+    from dragons_egg.experiments.common.runs import claim_output
+
     try:
-        (out / "models").mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        p.error(f"--out {args.out}: {exc}")
+        out = claim_output(args.out, ("compare.*", "models"), overwrite=args.overwrite,
+                           what="comparison")
+        (out / "models").mkdir(exist_ok=True)
+    except (ValueError, OSError) as exc:
+        p.error(f"--out: {exc}")
     rows = []
     for k, name in enumerate(names, 1):
         print(f"[{k}/{len(names)}] {name}: training for {args.seconds:g} CPU s ...",

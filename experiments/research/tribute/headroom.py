@@ -59,6 +59,7 @@ from dragons_egg.agents.base import Agent
 from dragons_egg.agents.heads import group_counts, tribute_context, tribute_row
 from dragons_egg.agents.heuristic import HeuristicAgent
 from dragons_egg.experiments.common.args import int_range, table_size
+from dragons_egg.experiments.common.runs import claim_output
 from dragons_egg.experiments.research.tribute.fit import (
     PLAY_POLICIES,
     concat_chunks,
@@ -486,9 +487,19 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
                    help="also write OUT/policy.npz: this policy file (the one the data was "
                    "gathered with) giving back by the pooled table over card group and count "
                    "at --players seats only")
-    p.add_argument("--out", default="runs/tribute-headroom")
+    p.add_argument("--out", default="runs/tribute-headroom",
+                   help="output folder; one that holds an earlier analysis is refused unless "
+                   "--overwrite")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the analysis the --out folder holds")
     args = p.parse_args(argv)
     require_cli(p.prog, "experiments")  # the plot (and the validation's progress bar)
+    try:  # before the work: a folder that cannot be written, or holds an earlier analysis
+        out = claim_output(args.out, ("summary.json", "report.md", "headroom.png",
+                                      "policy.npz", "policy.json"),
+                           overwrite=args.overwrite, what="headroom analysis")
+    except ValueError as exc:
+        p.error(f"--out: {exc}")
     if not args.shrink >= 0:
         p.error(f"--shrink must be 0 or more, not {args.shrink}")
     play = tuple(x.strip() for x in args.validate_play.split(",") if x.strip())
@@ -516,8 +527,6 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     s["command"] = f"{p.prog} " + " ".join(
         sys.argv[1:] if argv is None else argv)
     if args.export_policy:

@@ -119,10 +119,17 @@ def test_main_writes_the_report_and_names_bad_input(tmp_path, capsys):
     assert "| give | position | robust |" in report and "holds no ask states" in report
     assert (out / "headroom.png").stat().st_size > 0
     assert s["command"].startswith("python -m dragons_egg.experiments.research.tribute.headroom --data")
-    assert H.main(["--data", str(path), "--players", "5", "--out", str(out)]) == 2
+    assert H.main(["--data", str(path), "--players", "5", "--out", str(tmp_path / "o5")]) == 2
     assert "holds no 5-player states" in capsys.readouterr().err
-    assert H.main(["--data", str(tmp_path / "missing.npz"), "--out", str(out)]) == 2
+    assert H.main(["--data", str(tmp_path / "missing.npz"), "--out", str(tmp_path / "om")]) == 2
     assert "not readable" in capsys.readouterr().err
+    before = (out / "summary.json").read_text()
+    with pytest.raises(SystemExit) as exc:  # a rerun into the folder: refused before the work
+        H.main(["--data", str(path), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "holds earlier headroom analysis (summary.json" in err
+    assert (out / "summary.json").read_text() == before
+    assert H.main(["--data", str(path), "--out", str(out), "--overwrite"]) == 0
     for bad in (["--folds", "1"], ["--shrink", "-1"], ["--players", "9"]):
         with pytest.raises(SystemExit):
             H.main(["--data", str(path), *bad])

@@ -562,3 +562,25 @@ def test_sb3_toml_settings_and_options_are_checked(sb3, tmp_path, capsys):
         assert exit_.value.code == 2
         assert needle in one_line(capsys.readouterr().err)
     assert not (tmp_path / "runs").exists()
+
+
+def test_claim_output_refuses_earlier_results_and_unwritable_folders(tmp_path):
+    """``common.runs.claim_output``, which the commands writing one report check their
+    output folder with before any work."""
+    from dragons_egg.experiments.common.runs import claim_output
+
+    out = tmp_path / "a" / "b"
+    assert claim_output(out, ("summary.json",)) == out and out.is_dir()  # made
+    (out / "notes.txt").write_text("mine")  # not a result of the command: no matter
+    (out / "empty").mkdir()
+    assert claim_output(out, ("summary.json", "empty")) == out  # an empty folder holds nothing
+    (out / "summary.json").write_text("{}")
+    with pytest.raises(ValueError, match=r"holds earlier analysis \(summary.json\): give another "
+                       "folder, or --overwrite"):
+        claim_output(out, ("summary.json",), what="analysis")
+    assert claim_output(out, ("summary.json",), overwrite=True) == out
+    assert (out / "summary.json").read_text() == "{}"  # replaced by the command, not here
+    with pytest.raises(ValueError, match="is a file, not a folder"):
+        claim_output(out / "notes.txt", ())
+    with pytest.raises(ValueError, match="cannot make the folder"):
+        claim_output(out / "notes.txt" / "x", ())

@@ -302,7 +302,7 @@ def test_settings_comparison_reports_every_variant(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:  # a rerun into the folder: refused before training
         selfplay_compare.main(["--seconds", "0.5", "--variants", "selfplay-tribute4", "--out",
                                str(out)])
-    assert exc.value.code == 2 and "holds a comparison" in capsys.readouterr().err
+    assert exc.value.code == 2 and "holds earlier comparison (compare.json" in capsys.readouterr().err
     assert (out / "compare.json").read_text() == before
 
 
