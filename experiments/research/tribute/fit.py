@@ -69,6 +69,7 @@ from dragons_egg.agents.heads import (
     tribute_context,
     tribute_row,
 )
+from dragons_egg.experiments.common.runs import claim_output
 from dragons_egg.experiments.common.settings import config_cli
 from dragons_egg.experiments.training import counterfactual as cf
 from dragons_egg.experiments.training.counterfactual import (
@@ -121,6 +122,9 @@ class TributeFitConfig:
     holdout: float = 0.2
     workers: int = 2
     progress: bool = True
+    #: Replace the fit that ``out`` holds (without it, such a folder is an error, before any
+    #: state is gathered).
+    overwrite: bool = False
     #: The command recorded as provenance.
     command: str = field(default="", repr=False)
 
@@ -513,8 +517,11 @@ def fit(cfg: TributeFitConfig, data: str | None = None) -> Path:
         raise ValueError(f"{cfg.policy} is already tribute-fitted; fit the policy it came from")
     prov = dict(policy.meta.get("provenance", {}))
     base_seconds = float(prov.get("seconds", 0.0))
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
+    # before any work: a folder that cannot be written, or holds an earlier fit (its data.npz
+    # may be the --data this fit reads)
+    out = claim_output(cfg.out, ("policy.npz", "policy.json", "summary.json", "report.md",
+                                 "card_values.png", *(() if data else ("data.npz",))),
+                       overwrite=cfg.overwrite, what="tribute fit")
     if data is None:
         allowed = cfg.max_seconds - base_seconds if cfg.max_seconds > 0 else float("inf")
         if allowed <= 0:

@@ -114,7 +114,7 @@ def test_the_fit_finds_a_planted_preference_and_leaves_play_alone(tmp_path):
                                   policy.logits(obs, full)[:, :ASK_BASE])
 
 
-def test_a_run_writes_a_playable_policy_reproducibly_within_its_budget(tmp_path):
+def test_a_run_writes_a_playable_policy_reproducibly_within_its_budget(tmp_path, capsys):
     base = small_policy(tmp_path / "p.npz", seconds=100.0)
     args = ["--policy", str(base), "--chunks", "3", "--states-per-chunk", "3",
             "--workers", "1", "--table-sizes", "3", "4", "--size-weights", "1", "1",
@@ -139,6 +139,16 @@ def test_a_run_writes_a_playable_policy_reproducibly_within_its_budget(tmp_path)
     assert T.main(args + ["--out", str(tmp_path / "c"), "--seed", "5", "--data",
                           str(tmp_path / "a" / "data.npz")]) == 0
     np.testing.assert_array_equal(load_policy_file(tmp_path / "c" / "policy.npz").pi_counts,
+                                  a.pi_counts)
+    # a rerun into a folder holding a fit is refused before gathering, its files untouched;
+    # with --overwrite it refits there (from that folder's own data.npz, which stays)
+    before = (tmp_path / "a" / "policy.npz").read_bytes()
+    assert T.main(args + ["--out", str(tmp_path / "a"), "--seed", "5"]) == 2
+    assert "holds earlier tribute fit (policy.npz" in capsys.readouterr().err
+    assert (tmp_path / "a" / "policy.npz").read_bytes() == before
+    assert T.main(args + ["--out", str(tmp_path / "a"), "--seed", "5", "--overwrite", "--data",
+                          str(tmp_path / "a" / "data.npz")]) == 0
+    np.testing.assert_array_equal(load_policy_file(tmp_path / "a" / "policy.npz").pi_counts,
                                   a.pi_counts)
     # states gathered with one policy do not refit another (their values are its play's)
     other = small_policy(tmp_path / "other.npz", seed=9)
