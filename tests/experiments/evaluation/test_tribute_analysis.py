@@ -168,40 +168,46 @@ def test_by_default_both_plays_the_agents_own_and_the_heuristics(tmp_path):
     assert (out / "tribute_heatmaps_play2.png").stat().st_size > 0
 
 
+_real_unit = ta._unit
+
+
 def _stop_after(monkeypatch, calls: int) -> None:
     """The analysis stops (as on Ctrl-C) when it starts its unit of work number ``calls + 1``."""
-    real = ta._deal_range
+    real = ta._unit
     seen = []
 
-    def deal_range(task):
+    def unit(task):
         if len(seen) == calls:
             raise KeyboardInterrupt
         seen.append(task)
         return real(task)
 
-    monkeypatch.setattr(ta, "_deal_range", deal_range)
+    monkeypatch.setattr(ta, "_unit", unit)
 
 
 ARGS = ["--tribute", "greedy", "--players", "3", "--seed", "4", "--policies",
-        "heuristic,learned"]
+        "heuristic,learned", "--engine", "scalar"]
 
 
+@pytest.mark.parametrize("engine", ["scalar", "batched"])
 def test_a_stopped_analysis_keeps_its_finished_work_and_resumes_to_the_same_results(
-        tmp_path, monkeypatch, capsys):
+        tmp_path, monkeypatch, capsys, engine):
+    monkeypatch.setattr(ta, "BATCH_DEALS", ta.DEALS_PER_TASK)  # units of one size for both
+    args = [*ARGS[:-1], engine]
     deals = ta.DEALS_PER_TASK + 5  # two units of work per play policy, four in all
     whole = tmp_path / "whole"
-    assert ta.main([*ARGS, "--deals", str(deals), "--out", str(whole)]) == 0
+    assert ta.main([*args, "--deals", str(deals), "--out", str(whole)]) == 0
     out = tmp_path / "cut"
     _stop_after(monkeypatch, 3)
     with pytest.raises(SystemExit) as exc:
-        ta.main([*ARGS, "--deals", str(deals), "--out", str(out), "--no-progress"])
+        ta.main([*args, "--deals", str(deals), "--out", str(out), "--no-progress"])
     assert exc.value.code == 130
     err = capsys.readouterr().err
     assert f"{deals + ta.DEALS_PER_TASK} of {2 * deals} deal sequences are saved" in err
     assert f"--resume {out}" in err
     assert len((out / ta.PARTS).read_text().splitlines()) == 3
     assert not (out / "summary.json").exists()
-    monkeypatch.undo()
+    monkeypatch.setattr(ta, "_unit", _real_unit)  # and run on
     # a stop in the middle of a write leaves a torn last line: dropped, and played again
     with (out / ta.PARTS).open("a") as f:
         f.write('{"play": 1, "lo": 25, "rewa')
@@ -209,7 +215,7 @@ def test_a_stopped_analysis_keeps_its_finished_work_and_resumes_to_the_same_resu
     assert "dropping a last line cut off" in capsys.readouterr().err
     a = json.loads((whole / "summary.json").read_text())
     b = json.loads((out / "summary.json").read_text())
-    assert _means(a) == _means(b)
+    assert _means(a) == _means(b) and a["engine"] == b["engine"] == engine
     assert b["command"].endswith(f"--out {out} --no-progress")  # the command that started it
     assert len((out / ta.PARTS).read_text().splitlines()) == 4
 
@@ -257,3 +263,38 @@ def test_a_damaged_parts_file_is_refused_by_name(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit):
         ta.main(["--resume", str(out)])
     assert "is not the settings of a tribute analysis" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("play, tribute, n", [("heuristic", "greedy", 3), ("ppo", "ppo", 4),
+                                               ("heuristic", "ppo", 6)])
+def test_the_batched_engine_plays_the_scalar_engines_matches(play, tribute, n):
+    """Deal for deal, tribute policy for tribute policy and card for card: the batched engine
+    (round 1 once, round 2 from copies) and one match at a time give the same Dragon's rewards
+    ("random" draws from other generators: the same kind of values, not the same ones)."""
+    kw = {"deals": 20, "num_players": n, "seed": 11, "tribute_spec": tribute}
+    one = ta.run(play, engine="scalar", **kw)
+    many = ta.run(play, engine="batched", **kw)
+    for t in ta.TRIBUTE_POLICIES:
+        if t != "random":
+            np.testing.assert_array_equal(one["rewards"][t], many["rewards"][t], err_msg=t)
+    assert set(many["rewards"]["random"]) <= set(one["rewards"]["random"]) | {
+        (n - 1 - 2 * p) / (n - 1) for p in range(n)} and len(many["rewards"]["random"]) == 20
+    assert one["dragons"] == many["dragons"]
+    np.testing.assert_array_equal(one["asked"], many["asked"])
+    np.testing.assert_array_equal(one["given"], many["given"])
+    assert many["asked"].sum() > 0 and not np.array_equal(many["rewards"]["learned"],
+                                                          many["rewards"]["none"])
+
+
+def test_auto_is_batched_only_where_every_policy_has_a_batched_form():
+    from dragons_egg_env.config import RulesConfig
+
+    config = RulesConfig(num_players=4, num_rounds=2)
+    assert ta.resolve_engine("auto", ["ppo", "heuristic", "greedy"], config) == "batched"
+    for spec in ("ppo:deterministic=false", "ismcts:iterations=5", make_agent):
+        assert ta.resolve_engine("auto", ["heuristic", spec], config) == "scalar"
+        with pytest.raises(ValueError, match="the batched engine cannot play"):
+            ta.resolve_engine("batched", ["heuristic", spec], config)
+    assert ta.resolve_engine("scalar", ["ppo"], config) == "scalar"
+    with pytest.raises(ValueError, match="unknown engine 'fast'"):
+        ta.resolve_engine("fast", ["ppo"], config)
