@@ -314,8 +314,9 @@ def describe_placement(p: dict[str, Any]) -> str:
     if not p["collectors"]:
         return f"collection in this process, then the update on {p['learner_threads']} thread(s)"
     where = p["address"] or "a private local Ray instance"
-    mode = ("pipelined: the next rollout is collected during the update, one policy version "
-            "of lag" if p["pipeline"] else "synchronous: no lag")
+    lag = p["collectors"]
+    mode = (f"pipelined: the next rollout is collected during the update, {lag} policy "
+            f"version{'s' * (lag > 1)} of lag" if p["pipeline"] else "synchronous: no lag")
     return (f"{p['collectors']} collector(s) on {where} ({mode}); the learner on up to "
             f"{p['learner_threads']} threads, one fewer for each busy collector here")
 
