@@ -595,14 +595,16 @@ def _unit_size(settings: dict[str, Any]) -> int:
 def _settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, Any]:
     """A new analysis's settings from the command line, or a resumed one's from its folder (an
     option given with another value than the saved one is an error that names it)."""
+    policies = None  # --policies, checked, in TRIBUTE_POLICIES order
+    if args.policies:  # an empty value: as if not given
+        try:
+            policies = list(check_policies([t.strip() for t in args.policies.split(",")
+                                            if t.strip()]))
+        except ValueError as exc:
+            parser.error(f"--policies: {exc}")
     if args.resume is None:
         tribute = args.tribute or "ppo"
         plays = args.play or list(dict.fromkeys([tribute, "heuristic"]))
-        policies = args.policies or ",".join(TRIBUTE_POLICIES)
-        try:
-            checked = check_policies([t.strip() for t in policies.split(",") if t.strip()])
-        except ValueError as exc:
-            parser.error(f"--policies: {exc}")
         players = args.players or 4
         config = RulesConfig(num_players=players, num_rounds=2, tribute_asks=2)
         _check_specs([tribute, *plays], players, parser)
@@ -613,7 +615,8 @@ def _settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict
         return {"format": FORMAT, "plays": plays, "tribute": tribute,
                 "deals": 300 if args.deals is None else args.deals,
                 "players": players, "seed": args.seed or 0,
-                "policies": list(checked), "tribute_asks": 2, "engine": engine,
+                "policies": policies or list(TRIBUTE_POLICIES), "tribute_asks": 2,
+                "engine": engine,
                 "command": f"{parser.prog} " + " ".join(args.argv)}
     if args.out is not None and Path(args.out) != Path(args.resume):
         parser.error(f"--resume {args.resume} continues the analysis in that folder: drop "
@@ -622,11 +625,6 @@ def _settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict
         saved = read_settings(Path(args.resume))
     except AnalysisError as exc:
         parser.error(str(exc))
-    try:
-        policies = args.policies and list(check_policies(
-            [t.strip() for t in args.policies.split(",") if t.strip()]))
-    except ValueError as exc:
-        parser.error(f"--policies: {exc}")
     given = {"--play": args.play, "--tribute": args.tribute, "--deals": args.deals,
              "--players": args.players, "--seed": args.seed, "--policies": policies,
              "--engine": args.engine}
