@@ -5,9 +5,11 @@
 #   ismcts-net - ppo and ismcts-net - ismcts at 4 players (1,000 each, 100 iterations a move),
 #   the learned tribute minus the heuristic's at every size, under the agent's own play and
 #   under the heuristic's (20,000 deal sequences; 100,000 at 4 players), asks and give-backs
-#   apart (learned-ask, learned-give).
+#   apart (learned-ask, learned-give);
+#   the candidate against the agent shipped before it (the 4-player give-back table,
+#   results/selfplay-shipped/v4) at every size (1,000 matches each; `previous`).
 # Resumable: a finished measure is skipped; one cut short is resumed (--resume).
-#   POLICY=FILE.npz OUT=DIR WORKERS=2 bash results/selfplay-cf/measure.sh [tournaments|tribute]
+#   POLICY=FILE.npz OUT=DIR WORKERS=2 bash results/selfplay-cf/measure.sh [previous|tournaments|tribute]
 # DIV divides every count (DIV=100: a smoke test of minutes, not a measure).
 set -e
 POLICY=${POLICY:-results/selfplay-cf/policy.npz}
@@ -16,6 +18,7 @@ WORKERS=${WORKERS:-2}
 DIV=${DIV:-1}
 what=${1:-all}
 me="ppo:path=$POLICY"
+v4="ppo:path=results/selfplay-shipped/v4/ppo_dragons_egg.npz"
 net="ismcts-net:path=$POLICY,iterations=100"
 
 tournament() {  # DIR MATCHES SEED AGENT...
@@ -32,6 +35,11 @@ tournament() {  # DIR MATCHES SEED AGENT...
   fi
 }
 
+if [ "$what" = all ] || [ "$what" = previous ]; then
+  for n in 2 3 4 5 6 7 8; do
+    tournament "$OUT/ppo-previous-${n}p" 1000 $((2630 + n)) "$me" "$v4" --players $n
+  done
+fi
 if [ "$what" = all ] || [ "$what" = tournaments ]; then
   for n in 2 3 4 5 6 7 8; do
     m=1000; [ $n = 4 ] && m=2000
