@@ -1013,6 +1013,7 @@ class Run:
         self.samples = 0
         self.updates = 0
         self.seconds = 0.0      # wall time of collection and updates
+        self.last_update_s = 0.0  # the last iteration's (this process's; 0 until one ran)
         self.eval_seconds = 0.0
         self.history: list[dict[str, Any]] = []
         self.league: list[str] = []   # snapshot policy files
@@ -1213,10 +1214,11 @@ class Run:
 
     def out_of_time(self) -> bool:
         """Whether another update would take the run past its ``max_seconds`` of training,
-        at the run's mean pace so far (so that the budget is a limit, not a point to pass)."""
+        at the slower of the run's mean pace and its last update's (so that the budget is a
+        limit, not a point to pass, also where a resume with costlier settings slowed it)."""
         if not self.cfg.max_seconds:
             return False
-        pace = self.seconds / self.updates if self.updates else 0.0
+        pace = max(self.seconds / self.updates if self.updates else 0.0, self.last_update_s)
         return self.seconds + pace > self.cfg.max_seconds
 
     def progress_fraction(self) -> float:
@@ -1252,6 +1254,7 @@ class Run:
             self.samples += n
             self.updates += 1
             self.seconds += t2 - t0
+            self.last_update_s = t2 - t0
         stats.update(samples=n, learning_rate=lr, collect_s=t1 - t0, update_s=t2 - t1,
                      samples_per_s=n / (t2 - t0), rounds=info["rounds"],
                      cf_states=info.get("cf_states", 0))

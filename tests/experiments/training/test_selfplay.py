@@ -226,6 +226,22 @@ def test_time_budget_stops_the_run_and_counts_across_resumes(tmp_path, monkeypat
     assert again.updates == 3
 
 
+def test_time_budget_judges_the_next_update_by_the_slower_of_mean_and_last_pace(tmp_path,
+                                                                             monkeypatch):
+    # updates of 1, 1, 1 then 4 "seconds" (a resume with costlier settings): after the 4th
+    # (7 s) the mean pace (1.75 s) would allow a 5th, which ends at 11 s, past the budget
+    cfg = tiny(tmp_path, run_name="slow", total_samples=10**9, max_seconds=10.0)
+    run = Run(cfg)
+    times, t = [], 0.0
+    for d in [1.0, 1.0, 1.0] + [4.0] * 10:  # perf_counter at t0, t1, t2 of each iteration
+        times += [t, t + d / 2, t + d]
+        t += d
+    clock = iter(times)
+    monkeypatch.setattr(selfplay.time, "perf_counter", lambda: float(next(clock)))
+    run.train()
+    assert run.updates == 4 and run.seconds == pytest.approx(7.0)
+
+
 def test_linear_learning_rate_decays_with_progress(tmp_path):
     run = Run(tiny(tmp_path, lr_schedule="linear", total_samples=10_000, learning_rate=1e-3))
     first = run.iteration()
