@@ -5,12 +5,18 @@ import os
 import random
 import shutil
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from dragons_egg_env import engine as E
 from dragons_egg_env.cards import EGG_BIT, iter_cards
+
+#: The agent shipped before the trainer learned its tribute (a version-4 policy file, with the
+#: 4-player give-back table behind the table-size gate), kept under results/.
+SHIPPED_V4 = (Path(__file__).resolve().parents[1] / "results" / "selfplay-shipped" / "v4"
+              / "ppo_dragons_egg.npz")
 
 
 def random_match(env, rng: random.Random, max_steps: int = 100_000, on_step=None):

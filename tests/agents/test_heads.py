@@ -9,6 +9,7 @@ import random
 import numpy as np
 import pytest
 from support import (
+    SHIPPED_V4,
     random_states,
     small_policy,
     tribute_state,  # noqa: E402
@@ -32,7 +33,6 @@ from dragons_egg.agents.netpolicy import (
     load_policy_file,
     policy_digest,
 )
-from dragons_egg.agents.ppo import SHIPPED
 from dragons_egg_env import dragons_egg_v0
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import ASK_BASE, NUM_ACTIONS, PASS
@@ -291,10 +291,10 @@ def test_old_files_and_the_shipped_agent_play_exactly_as_before(tmp_path):
     files = _legacy_files(tmp_path)
     states = _states()
     for (kind, which, det), digest in BEFORE.items():
-        path = SHIPPED if which == "shipped" else files[which]
+        path = SHIPPED_V4 if which == "shipped" else files[which]
         spec = f"{kind}:path={path},deterministic={str(det).lower()}"
         assert _actions(spec, states) == (2166, digest), spec
-    assert load_policy_file(SHIPPED).heads == ("tribute_by_size", "gate")
+    assert load_policy_file(SHIPPED_V4).heads == ("tribute_by_size", "gate")
     assert [load_policy_file(files[v]).heads for v in (1, 2, 3, 4)] == [
         (), ("counts",), ("tribute",), ("tribute_by_size", "gate")]
 

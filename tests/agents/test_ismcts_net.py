@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+from support import SHIPPED_V4
 
 from dragons_egg.agents import (
     AgentSpecError,
@@ -236,10 +237,11 @@ def _random_observations(max_players, rows, rng):
     return obs, mask
 
 
-@pytest.mark.parametrize("which", ["shipped", "plain"])
+@pytest.mark.parametrize("which", ["shipped", "v4", "plain"])
 def test_logits_and_value_equal_logits_and_value(which):
-    policy = cached_policy(SHIPPED) if which == "shipped" else _plain_policy(6, seed=3)
-    if which == "shipped":
+    policy = {"shipped": lambda: cached_policy(SHIPPED), "v4": lambda: cached_policy(SHIPPED_V4),
+              "plain": lambda: _plain_policy(6, seed=3)}[which]()
+    if which == "v4":
         assert policy.pi_counts is not None and policy.pi_gate is not None  # heads and all
     rng = np.random.default_rng(0)
     obs, mask = _random_observations(policy.max_players, 21, rng)

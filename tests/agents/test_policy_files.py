@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support import SHIPPED_V4
 
 from dragons_egg.agents import AgentSpecError, make_agent, parse_spec
 from dragons_egg.agents import netpolicy as NP
@@ -95,7 +96,9 @@ def test_an_altered_policy_is_refused(tmp_path, change):
 
 
 def test_files_written_before_the_digest_load_unchecked(tmp_path):
-    assert "digest" not in load_policy_file(SHIPPED).meta  # the shipped one has none
+    # the agent shipped before this one was written before digests; the shipped one has its own
+    assert "digest" not in load_policy_file(SHIPPED_V4).meta
+    assert "digest" in load_policy_file(SHIPPED).meta
     path = _policy().save(tmp_path / "p.npz")
     meta = {k: v for k, v in _meta(path).items() if k != "digest"}
     _rewrite(path, {k: v for k, v in _arrays(path).items() if k != "meta"}, meta)

@@ -14,52 +14,46 @@ from dragons_egg_env.config import TABLE_SIZES, RulesConfig
 
 PROVENANCE = SHIPPED.with_suffix(".json")
 ROOT = Path(__file__).resolve().parents[2]
-#: The self-play snapshot the shipped agent was made from (the agent shipped before it).
-SNAPSHOT = ROOT / "results" / "selfplay-shipped" / "policies" / "snapshot_120179708.npz"
+RUN = ROOT / "results" / "selfplay-cf" / "run"
+#: The self-play snapshot the shipped agent is: the run's last policy inside its budget.
+SNAPSHOT = RUN / "policies" / "snapshot_210313002.npz"
 
 
 def test_shipped_policy_is_small_and_documented():
     assert SHIPPED.is_file(), "the shipped policy is missing"
     assert SHIPPED.stat().st_size < 5 * 2**20
     meta = json.loads(PROVENANCE.read_text())
-    # the command as it ran, before the modules moved under dragons_egg (0.3.0)
-    assert meta["command"].startswith("python -m experiments.selfplay --config "
-                                      "experiments/configs/selfplay-shipped.json && ")
-    # trained within 3 hours of collection, updates and the tribute data (issue 11): the
-    # run's last snapshot inside the budget (the run itself ended 2.7 s past it) plus the
-    # states gathered for its 4-player give-back table
+    assert meta["command"] == "bash results/selfplay-cf/run.sh"
+    assert (ROOT / meta["command"].split()[-1]).is_file()
+    assert meta["checkpoint"] == str(SNAPSHOT.relative_to(ROOT))
+    # trained within the 6 hours of issue 25, counted across resumes (the run it continued
+    # included)
     assert meta["samples"] > 0 and meta["updates"] > 0
-    assert 0 < meta["seconds"] <= 3 * 3600
-    assert meta["config"]["table_sizes"] == list(TABLE_SIZES)
+    assert 0 < meta["seconds"] <= 6 * 3600
+    assert sorted(set(meta["config"]["table_sizes"])) == list(TABLE_SIZES)
     assert meta["config"]["max_players"] == 8
     # the file carries the same provenance as the .json beside it
     assert load_policy_file(SHIPPED).meta["provenance"]["samples"] == meta["samples"]
 
 
-def test_shipped_policy_is_the_snapshot_with_a_four_player_give_back():
-    from dragons_egg.agents.heads import SIZED_TRIBUTE_FEATURES, TRIBUTE_FEATURES
-    from dragons_egg_env.actions import GIVE_BASE
-
+def test_shipped_tribute_is_learned_by_the_trainer_with_no_table_or_gate():
     shipped = load_policy_file(SHIPPED)
     snapshot = load_policy_file(SNAPSHOT)
-    meta = json.loads(PROVENANCE.read_text())
-    assert meta["tribute_table"]["base_policy"] == str(SNAPSHOT.relative_to(ROOT))
-    assert meta["seconds"] == round(meta["tribute_table"]["base_seconds"]
-                                    + meta["tribute_table"]["gather_seconds"], 1)
+    # the run's own network, every weight as the trainer left it: no head fitted afterwards
+    assert shipped.heads == () and shipped.pi_counts is None and shipped.pi_gate is None
     for (w, b), (w0, b0) in zip([*shipped.layers, shipped.pi, shipped.v],
                                 [*snapshot.layers, snapshot.pi, snapshot.v], strict=True):
         np.testing.assert_array_equal(w, w0)
         np.testing.assert_array_equal(b, b0)
-    four = TABLE_SIZES.index(4)
-    want_gate = np.ones_like(shipped.pi_gate)
-    want_gate[four, GIVE_BASE:] = 0.0
-    np.testing.assert_array_equal(shipped.pi_gate, want_gate)
-    # a version-4 file, written before heads were named: its heads come from its version
-    assert "heads" not in shipped.meta and shipped.heads == ("tribute_by_size", "gate")
-    assert shipped.pi_counts.shape[0] == SIZED_TRIBUTE_FEATURES
-    rows = np.flatnonzero(np.abs(shipped.pi_counts).sum(1))
-    cols = np.flatnonzero(np.abs(shipped.pi_counts).sum(0))
-    assert (rows // TRIBUTE_FEATURES == four).all() and (cols >= GIVE_BASE).all()
+    # its tribute decisions had counterfactual values in training: a share of 0.3 from the
+    # shipped run's checkpoint, then every one (the run's settings history)
+    meta = json.loads(PROVENANCE.read_text())
+    assert meta["config"]["tribute_counterfactual"] == 1.0
+    history = json.loads((RUN / "config_history.json").read_text())
+    shares = [e["changes"]["tribute_counterfactual"] for e in history
+              if "tribute_counterfactual" in e["changes"]]
+    assert shares == [[0.0, 0.3], [0.3, 1.0]]
+    assert "--tribute-counterfactual" in meta["note"]
 
 
 def test_previous_shipped_checkpoint_stays_and_is_documented():
