@@ -41,13 +41,14 @@ if [ "$what" = all ] || [ "$what" = previous ]; then
   done
 fi
 if [ "$what" = all ] || [ "$what" = tournaments ]; then
-  for n in 2 3 4 5 6 7 8; do
-    m=1000; [ $n = 4 ] && m=2000
-    tournament "$OUT/ppo-ismcts-${n}p" $m $((2600 + n)) "$me" ismcts --players $n
-  done
-  tournament "$OUT/ppo-ismcts1000-4p" 1000 2610 "$me" ismcts:iterations=1000 --players 4
+  # played in this order (4 players first; the costly ISMCTS-1000 last); the seeds are fixed
+  tournament "$OUT/ppo-ismcts-4p" 2000 2604 "$me" ismcts --players 4
   tournament "$OUT/ismcts-net-ppo-4p" 1000 2611 "$net" "$me" --players 4
   tournament "$OUT/ismcts-net-ismcts-4p" 1000 2612 "$net" ismcts --players 4
+  for n in 2 3 5 6 7 8; do
+    tournament "$OUT/ppo-ismcts-${n}p" 1000 $((2600 + n)) "$me" ismcts --players $n
+  done
+  tournament "$OUT/ppo-ismcts1000-4p" 1000 2610 "$me" ismcts:iterations=1000 --players 4
 fi
 if [ "$what" = all ] || [ "$what" = tribute ]; then
   for n in 2 3 4 5 6 7 8; do
