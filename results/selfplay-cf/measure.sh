@@ -7,9 +7,10 @@
 #   under the heuristic's (20,000 deal sequences; 100,000 at 4 players), asks and give-backs
 #   apart (learned-ask, learned-give);
 #   the candidate against the agent shipped before it (the 4-player give-back table,
-#   results/selfplay-shipped/v4) at every size (1,000 matches each; `previous`).
+#   results/selfplay-shipped/v4) at every size (1,000 matches each; `previous`);
+#   the candidate against the heuristic at every size (500 matches each; `heuristic`).
 # Resumable: a finished measure is skipped; one cut short is resumed (--resume).
-#   POLICY=FILE.npz OUT=DIR WORKERS=2 bash results/selfplay-cf/measure.sh [previous|tournaments|tribute]
+#   POLICY=FILE.npz OUT=DIR WORKERS=2 bash results/selfplay-cf/measure.sh [previous|heuristic|tournaments|tribute]
 # DIV divides every count (DIV=100: a smoke test of minutes, not a measure).
 set -e
 POLICY=${POLICY:-results/selfplay-cf/policy.npz}
@@ -38,6 +39,11 @@ tournament() {  # DIR MATCHES SEED AGENT...
 if [ "$what" = all ] || [ "$what" = previous ]; then
   for n in 2 3 4 5 6 7 8; do
     tournament "$OUT/ppo-previous-${n}p" 1000 $((2630 + n)) "$me" "$v4" --players $n
+  done
+fi
+if [ "$what" = all ] || [ "$what" = heuristic ]; then
+  for n in 2 3 4 5 6 7 8; do
+    tournament "$OUT/ppo-heuristic-${n}p" 500 $((2640 + n)) "$me" heuristic --players $n
   done
 fi
 if [ "$what" = all ] || [ "$what" = tournaments ]; then
