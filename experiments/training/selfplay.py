@@ -162,6 +162,15 @@ class SelfPlayConfig(RunSettings):
     tribute_counterfactual: float = 0.0
     #: Loss weight of the counterfactual tribute surrogate.
     tribute_cf_coef: float = 1.0
+    #: How the counterfactual values move the policy: ``surrogate``, the all-action clipped
+    #: PPO surrogate (an action's step scales with its probability), or ``logits``, each
+    #: legal action's logit moved by its advantage (NeuRD, Hennes et al. 2020: no
+    #: probability factor, so a choice the policy almost never makes still moves),
+    #: within ``tribute_cf_threshold`` of the decision's mean logit.
+    tribute_cf_update: Literal["surrogate", "logits"] = "surrogate"
+    #: With ``tribute_cf_update = "logits"``: a logit more than this above (below) its
+    #: decision's mean is pushed no further up (down), so the logits stay bounded.
+    tribute_cf_threshold: float = 2.0
     #: Share of seats played by the league (0: pure self-play).
     opponent_share: float = 0.0
     #: Agent specs that are members of the league besides the snapshots, drawn as often as
@@ -232,6 +241,8 @@ class SelfPlayConfig(RunSettings):
                     self.tribute_counterfactual, "in [0, 1]")
         check_range(self.tribute_cf_coef >= 0, "tribute_cf_coef", self.tribute_cf_coef,
                     ">= 0")
+        check_range(self.tribute_cf_threshold > 0, "tribute_cf_threshold",
+                    self.tribute_cf_threshold, "> 0")
         check_range(self.eval_players in TABLE_SIZES and self.eval_players <= self.max_players,
                     "eval_players", self.eval_players, f"in 2..{self.max_players}")
         if self.league_agents:
@@ -837,10 +848,15 @@ def counterfactual_batch(ro: Rollout) -> dict[str, np.ndarray]:
     adv = np.where(mask, q - (probs * q).sum(axis=1, keepdims=True), 0.0)
     scale = float(np.sqrt((probs * adv ** 2).sum(axis=1).mean()))
     adv = adv / (scale + 1e-8)
+    # the same values centred on the mean over the legal actions and divided by their root
+    # mean square over the legal actions (the logit update's, which weighs every action alike)
+    legal = mask.sum(axis=1, keepdims=True)
+    adv_u = np.where(mask, q - q.sum(axis=1, keepdims=True) / legal, 0.0)
+    adv_u = adv_u / (float(np.sqrt((adv_u ** 2).sum() / mask.sum())) + 1e-8)
     return {"obs": np.ascontiguousarray(ro.obs[ro.cf_index]), "mask": mask,
             "probs": probs, "logp_b": np.where(mask, np.log(probs + (~mask)), 0.0
                                                 ).astype(np.float32),
-            "adv": adv.astype(np.float32)}
+            "adv": adv.astype(np.float32), "adv_u": adv_u.astype(np.float32)}
 
 
 def tribute_regret(ro: Rollout) -> float:
@@ -969,11 +985,30 @@ class Learner:
         torch = self.torch
         eps = self.cfg.clip_range
         logits, _ = self.model(cf["obs"], cf["mask"])
+        if self.cfg.tribute_cf_update == "logits":
+            return self._cf_logits_loss(logits, cf)
         logp = torch.log_softmax(logits, -1).masked_fill(~cf["mask"], 0.0)
         ratio = torch.exp(logp - cf["logp_b"])
         adv = cf["adv"]
         obj = torch.min(ratio * adv, ratio.clamp(1 - eps, 1 + eps) * adv)
         return -(cf["probs"] * obj).sum(-1).mean()
+
+    def _cf_logits_loss(self, logits: Any, cf: dict[str, Any]) -> Any:
+        """The logit update of the counterfactual tribute rows (NeuRD): minus the sum over
+        the legal actions of each one's advantage (centred on the legal actions' mean,
+        ``adv_u``) times its logit centred on theirs, so that the gradient on a logit is its
+        advantage, whatever its probability; a logit already ``tribute_cf_threshold`` above
+        (below) the mean is not pushed further up (down)."""
+        torch = self.torch
+        mask = cf["mask"]
+        z = logits.masked_fill(~mask, 0.0)
+        y = (z - z.sum(-1, keepdim=True) / mask.sum(-1, keepdim=True)).masked_fill(~mask, 0.0)
+        adv = cf["adv_u"]
+        beta = self.cfg.tribute_cf_threshold
+        with torch.no_grad():
+            push = torch.where(((adv > 0) & (y < beta)) | ((adv < 0) & (y > -beta)), adv,
+                               torch.zeros_like(adv))
+        return -(push * y).sum(-1).mean()
 
 
 # ---------------------------------------------------------------------------------------

@@ -121,6 +121,43 @@ def test_the_batch_centres_the_values_on_the_behaviour_policy():
     assert a0[ASK_BASE] > a0[PASS] > a0[ASK_BASE + 4]
     # the regret: best minus expected under the behaviour policy (uniform here)
     assert selfplay.tribute_regret(ro) == pytest.approx(((1 - 0) + (0.5 - 0.5)) / 2)
+    # the logit update's advantages: centred on the legal actions' mean, root mean square 1
+    # over every legal action of every row
+    u = b["adv_u"]
+    assert (u[~mask] == 0).all() and u.sum(axis=1) == pytest.approx([0, 0], abs=1e-6)
+    assert np.sqrt((u[mask] ** 2).mean()) == pytest.approx(1.0)
+    assert u[0, ASK_BASE] > u[0, PASS] > u[0, ASK_BASE + 4] and np.all(u[1] == 0)
+
+
+def test_the_logit_update_pushes_each_logit_by_its_advantage_whatever_its_probability(
+        tmp_path):
+    torch = pytest.importorskip("torch")
+    learner = selfplay.Learner(tiny(tmp_path, tribute_cf_update="logits",
+                                    tribute_cf_threshold=2.0))
+    mask = torch.zeros((2, NUM_ACTIONS), dtype=torch.bool)
+    mask[:, [PASS, ASK_BASE, ASK_BASE + 4]] = True
+    z = torch.zeros((2, NUM_ACTIONS))
+    # row 0 saturated on the pass (probability ~1 - 2e-6), row 1 with the ask far above the
+    # mean already
+    z[0, [PASS, ASK_BASE, ASK_BASE + 4]] = torch.tensor([13.0, 0.0, 0.0])
+    z[1, [PASS, ASK_BASE, ASK_BASE + 4]] = torch.tensor([0.0, 9.0, 0.0])
+    z = z.masked_fill(~mask, -1e9).requires_grad_()
+    adv = torch.zeros((2, NUM_ACTIONS))
+    adv[:, [PASS, ASK_BASE, ASK_BASE + 4]] = torch.tensor([-1.0, 2.0, -1.0])
+    learner._cf_logits_loss(z, {"mask": mask, "adv_u": adv}).backward()
+    g = -z.grad  # the direction a step moves the logits
+    # row 0: the ask, almost never played, moves up as much as a likely action would (the
+    # surrogate's step on it would be scaled by its probability, ~1e-6); the gradient is
+    # centred on the legal actions (the softmax does not see a common shift)
+    assert g[0, ASK_BASE] > 0 and g[0, PASS] < 0 and g[0, ASK_BASE + 4] < 0
+    # (the other ask, already 4.3 below the mean, is not pushed down: pushes -1, 2, 0, their
+    # mean 1/3, over 2 rows)
+    assert g[0, [PASS, ASK_BASE, ASK_BASE + 4]].tolist() == pytest.approx(
+        [(-1 - 1 / 3) / 2, (2 - 1 / 3) / 2, (0 - 1 / 3) / 2], rel=1e-5)
+    # row 1: the ask is 6 above its decision's mean (past the threshold 2), the others 3
+    # below: nothing is pushed further
+    assert (g[1] == 0).all()
+    assert (g[~mask] == 0).all()
 
 
 def expected_q(run, ro):
@@ -129,13 +166,15 @@ def expected_q(run, ro):
     return float((p * np.nan_to_num(ro.cf_q)).sum(axis=1).mean())
 
 
-def test_the_surrogate_moves_the_tribute_towards_the_better_choices(tmp_path):
-    """An update with the counterfactual loss raises the expected value of the tribute
-    choices it was computed on far more than the same update without it."""
+@pytest.mark.parametrize("update", ["surrogate", "logits"])
+def test_the_surrogate_moves_the_tribute_towards_the_better_choices(tmp_path, update):
+    """An update with the counterfactual loss (either form) raises the expected value of the
+    tribute choices it was computed on far more than the same update without it."""
     gains = {}
     for coef in (0.0, 1.0):
         run = Run(tiny(tmp_path, run_name=f"c{coef}", seed=4, rollout_steps=60, epochs=4,
-                       learning_rate=3e-3, tribute_counterfactual=1.0, tribute_cf_coef=coef))
+                       learning_rate=3e-3, tribute_counterfactual=1.0, tribute_cf_coef=coef,
+                       tribute_cf_update=update))
         ro, _ = run.collector.collect(run.acting.act, [], run.acting.value, run.acting)
         assert len(ro.cf_index) >= 5
         before = expected_q(run, ro)

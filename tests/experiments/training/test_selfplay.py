@@ -203,6 +203,8 @@ def test_the_evaluation_can_include_a_search_opponent_with_fewer_matches(tmp_pat
     (["--total-samples", "0"], "total_samples must be >= 1"),
     (["--table-sizes", "9"], "table size 9"),
     (["--opponent-share", "1.5"], "opponent_share"),
+    (["--tribute-cf-threshold", "0"], "tribute_cf_threshold"),
+    (["--tribute-cf-update", "sideways"], "tribute-cf-update"),
 ])
 def test_command_line_errors(argv, needle, capsys):
     with pytest.raises(SystemExit) as exc:
