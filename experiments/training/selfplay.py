@@ -840,19 +840,19 @@ def counterfactual_batch(ro: Rollout) -> dict[str, np.ndarray]:
     observation, mask, behaviour probabilities ``probs`` (and their logs, 0 where illegal)
     and each legal action's advantage ``A(a) = Q(a) - sum_b pi_b(b) Q(b)``, divided by the
     behaviour policy's root mean square of ``A`` over every row (as PPO normalises its
-    advantages); 0 where illegal. Rows whose actions all have the same value add nothing."""
+    advantages); 0 where illegal; ``adv_u`` the same ``A`` divided by its root mean square
+    over every legal action alike (the logit update's). Rows whose actions all have the same
+    value add nothing."""
     mask = ro.mask[ro.cf_index]
     probs = np.where(mask, np.maximum(ro.cf_probs, 1e-8), 0.0).astype(np.float32)
     probs /= probs.sum(axis=1, keepdims=True)
     q = np.where(mask, np.nan_to_num(ro.cf_q), 0.0)
-    adv = np.where(mask, q - (probs * q).sum(axis=1, keepdims=True), 0.0)
-    scale = float(np.sqrt((probs * adv ** 2).sum(axis=1).mean()))
-    adv = adv / (scale + 1e-8)
-    # the same values centred on the mean over the legal actions and divided by their root
-    # mean square over the legal actions (the logit update's, which weighs every action alike)
-    legal = mask.sum(axis=1, keepdims=True)
-    adv_u = np.where(mask, q - q.sum(axis=1, keepdims=True) / legal, 0.0)
-    adv_u = adv_u / (float(np.sqrt((adv_u ** 2).sum() / mask.sum())) + 1e-8)
+    raw = np.where(mask, q - (probs * q).sum(axis=1, keepdims=True), 0.0)
+    adv = raw / (float(np.sqrt((probs * raw ** 2).sum(axis=1).mean())) + 1e-8)
+    # the same advantages divided instead by their root mean square over every legal action
+    # of every row, weighed alike (the logit update's: an action the behaviour policy almost
+    # never plays counts as much as the one it plays)
+    adv_u = raw / (float(np.sqrt((raw ** 2).sum() / mask.sum())) + 1e-8)
     return {"obs": np.ascontiguousarray(ro.obs[ro.cf_index]), "mask": mask,
             "probs": probs, "logp_b": np.where(mask, np.log(probs + (~mask)), 0.0
                                                 ).astype(np.float32),
@@ -995,10 +995,10 @@ class Learner:
 
     def _cf_logits_loss(self, logits: Any, cf: dict[str, Any]) -> Any:
         """The logit update of the counterfactual tribute rows (NeuRD): minus the sum over
-        the legal actions of each one's advantage (centred on the legal actions' mean,
-        ``adv_u``) times its logit centred on theirs, so that the gradient on a logit is its
-        advantage, whatever its probability; a logit already ``tribute_cf_threshold`` above
-        (below) the mean is not pushed further up (down)."""
+        the legal actions of each one's advantage over the behaviour policy's expected value
+        (``adv_u``) times its logit centred on the legal actions' mean, so that the gradient
+        on a logit is its advantage, whatever its probability; a logit already
+        ``tribute_cf_threshold`` above (below) the mean is not pushed further up (down)."""
         torch = self.torch
         mask = cf["mask"]
         z = logits.masked_fill(~mask, 0.0)

@@ -121,12 +121,13 @@ def test_the_batch_centres_the_values_on_the_behaviour_policy():
     assert a0[ASK_BASE] > a0[PASS] > a0[ASK_BASE + 4]
     # the regret: best minus expected under the behaviour policy (uniform here)
     assert selfplay.tribute_regret(ro) == pytest.approx(((1 - 0) + (0.5 - 0.5)) / 2)
-    # the logit update's advantages: centred on the legal actions' mean, root mean square 1
-    # over every legal action of every row
+    # the logit update's advantages: the same, over the behaviour policy's expected value,
+    # with a root mean square of 1 over every legal action of every row alike
     u = b["adv_u"]
-    assert (u[~mask] == 0).all() and u.sum(axis=1) == pytest.approx([0, 0], abs=1e-6)
+    assert (u[~mask] == 0).all() and np.all(u[1] == 0)
     assert np.sqrt((u[mask] ** 2).mean()) == pytest.approx(1.0)
-    assert u[0, ASK_BASE] > u[0, PASS] > u[0, ASK_BASE + 4] and np.all(u[1] == 0)
+    np.testing.assert_allclose(u[0] * (b["adv"][0, ASK_BASE] / u[0, ASK_BASE]), b["adv"][0],
+                               rtol=1e-5, atol=1e-7)
 
 
 def test_the_logit_update_pushes_each_logit_by_its_advantage_whatever_its_probability(
