@@ -1,7 +1,7 @@
 """Replays as pictures: an animated GIF or numbered PNG frames, one frame per step.
 
 ``python -m dragons_egg.experiments.cli.gif REPLAY.json OUT.gif [--viewer player_0] [--deck-style
-tarokka] [--fps 2] [--frames-dir DIR]``
+tarokka] [--fps 2] [--frames-dir DIR] [--overwrite]``
 
 Frame ``k`` is the table after the first ``k`` recorded actions (frame 0: after the deal), drawn
 by :func:`dragons_egg_env.render_image.render_rgb` with a caption naming the step and the action
@@ -14,6 +14,8 @@ as a step that names no action.
 Needs Pillow (``pip install 'dragons-egg[render]'``), imported only when drawing. The whole
 replay is checked before anything is written, so a corrupt replay leaves no partial output; it is
 a :class:`~dragons_egg_env.replay.ReplayError` (the command line prints it and exits with 2).
+The command line refuses an existing GIF, and a frames folder holding earlier frames, unless
+``--overwrite`` (which removes those frames first); the functions write where they are told.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from dragons_egg.experiments.common.args import positive_float
+from dragons_egg.experiments.common.runs import claim_output
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import decode, describe
 from dragons_egg_env.cards import DECK_STYLES, card_name, iter_cards
@@ -35,6 +38,7 @@ from dragons_egg_env.render_image import render_rgb
 from dragons_egg_env.replay import ReplayError, iter_replay, load_replay, replay_moves
 
 CAPTION_H = 30
+FRAME_GLOB = "frame_*.png"
 LAST_FRAME_HOLD_MS = 3000
 
 
@@ -234,11 +238,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fps", type=positive_float, default=2.0, help="frames a second (default 2)")
     p.add_argument("--frames-dir", default=None,
                    help="also write every frame as a numbered PNG in this folder")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing GIF, and the frames already in --frames-dir "
+                   "(without it either is an error, before anything is drawn)")
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser = build_parser(prog)
     return run_from_args(parser.parse_args(argv), parser)
+
+
+def _claim_outputs(out: str | Path, frames_dir: str | Path | None, overwrite: bool) -> None:
+    """A ``ValueError`` when ``out`` exists or ``frames_dir`` holds frames of an earlier
+    drawing, unless ``overwrite``: then those frames are removed first, so that a shorter
+    replay's frames never mix with a longer one's. A rerun never writes over a picture
+    unasked."""
+    gif = Path(out)
+    if gif.is_dir():
+        raise ValueError(f"{out} is a folder, not a file")
+    if gif.exists() and not overwrite:
+        raise ValueError(f"{out} exists: give another name, or --overwrite to replace it")
+    if frames_dir is not None:
+        folder = claim_output(frames_dir, [FRAME_GLOB], overwrite=overwrite, what="frames")
+        for old in folder.glob(FRAME_GLOB):
+            old.unlink()
 
 
 def run_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None
@@ -250,6 +273,7 @@ def run_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser | No
     require_cli(parser.prog if parser is not None else "python -m dragons_egg.experiments.cli.gif",
                 "render")
     try:
+        _claim_outputs(args.out, args.frames_dir, getattr(args, "overwrite", False))
         data = load_replay(args.replay)
         frames, pngs = _write(data, args.out, args.frames_dir, args.viewer, args.deck_style,
                               args.fps)

@@ -16,7 +16,7 @@ from support import random_match  # noqa: E402
 
 from dragons_egg.experiments.cli.gif import main, replay_frames, replay_to_frames, replay_to_gif  # noqa: E402
 from dragons_egg_env import dragons_egg_v0  # noqa: E402
-from dragons_egg_env.replay import ReplayError, partial_replay  # noqa: E402
+from dragons_egg_env.replay import ReplayError, partial_replay, replay_moves  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +105,7 @@ def test_command_line(tmp_path, replay_file, replay_data, capsys):
         assert exc.value.code == 2
         err = capsys.readouterr().err
         assert err.startswith("usage: python -m dragons_egg.experiments.cli.gif")
-        assert len(err.splitlines()) <= 6
+        assert len(err.splitlines()) <= 8 and "Traceback" not in err
         return err.splitlines()[-1]
 
     err = usage_error([str(short), str(tmp_path / "y.gif"), "--viewer", "player_7"])
@@ -122,6 +122,35 @@ def test_command_line(tmp_path, replay_file, replay_data, capsys):
     with pytest.raises(SystemExit) as exc:
         main([str(short), str(out), "--fps", "0"])
     assert exc.value.code == 2
+
+
+def test_the_command_line_never_writes_over_a_picture_unasked(tmp_path, replay_file, replay_data,
+                                                             capsys):
+    """An existing GIF, or a frames folder holding frames, is refused before anything is
+    drawn; --overwrite replaces them, and a shorter replay's frames do not mix with the
+    longer one's left there."""
+    out, frames = tmp_path / "m.gif", tmp_path / "frames"
+    assert main([str(replay_file), str(out), "--frames-dir", str(frames)]) == 0
+    n = len(replay_moves(replay_data)) + 1
+    assert len(list(frames.glob("frame_*.png"))) == n
+    before = out.read_bytes()
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps(partial_replay(replay_data, 2)))
+    for argv, named in (([str(short), str(out)], "m.gif exists"),
+                        ([str(short), str(tmp_path / "other.gif"), "--frames-dir", str(frames)],
+                         "earlier frames")):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert named in err and "--overwrite" in err
+    assert out.read_bytes() == before and not (tmp_path / "other.gif").exists()
+    assert len(list(frames.glob("frame_*.png"))) == n
+    assert main([str(short), str(out), "--frames-dir", str(frames), "--overwrite"]) == 0
+    with Image.open(out) as gif:
+        assert gif.n_frames == 3
+    assert sorted(p.name for p in frames.glob("frame_*.png")) == [
+        "frame_0000.png", "frame_0001.png", "frame_0002.png"]
 
 
 @pytest.mark.parametrize("name", ["out.png", "out", "out.gif.txt", "frames/"])
