@@ -167,10 +167,22 @@ class SelfPlayConfig(RunSettings):
     #: legal action's logit moved by its advantage (NeuRD, Hennes et al. 2020: no
     #: probability factor, so a choice the policy almost never makes still moves),
     #: within ``tribute_cf_threshold`` of the decision's mean logit.
-    tribute_cf_update: Literal["surrogate", "logits"] = "surrogate"
+    #: ``regression``: each legal action's logit, centred on the decision's legal mean,
+    #: fitted to ``tribute_cf_scale`` times its value centred alike (a tribute decision is a
+    #: bandit whose every arm was played out: regressing every arm averages the hidden cards'
+    #: noise over the decisions that share an observation's features, and the policy's best
+    #: choice becomes the one of the best expected value).
+    tribute_cf_update: Literal["surrogate", "logits", "regression"] = "surrogate"
     #: With ``tribute_cf_update = "logits"``: a logit more than this above (below) its
     #: decision's mean is pushed no further up (down), so the logits stay bounded.
     tribute_cf_threshold: float = 2.0
+    #: With ``tribute_cf_update = "regression"``: logits per unit of round reward (20: a
+    #: choice worth 0.1 more than another is fitted 2 logits above it).
+    tribute_cf_scale: float = 20.0
+    #: With ``tribute_cf_update = "regression"``: every update fits the last this many
+    #: counterfactual tribute decisions (a replay, kept in the checkpoint), not only its
+    #: rollout's (0). Each is fitted once an epoch, beside the rollout's decisions.
+    tribute_cf_replay: int = 0
     #: Share of seats played by the league (0: pure self-play).
     opponent_share: float = 0.0
     #: Agent specs that are members of the league besides the snapshots, drawn as often as
@@ -243,6 +255,17 @@ class SelfPlayConfig(RunSettings):
                     ">= 0")
         check_range(self.tribute_cf_threshold > 0, "tribute_cf_threshold",
                     self.tribute_cf_threshold, "> 0")
+        check_range(self.tribute_cf_scale > 0, "tribute_cf_scale", self.tribute_cf_scale,
+                    "> 0")
+        check_range(self.tribute_cf_replay >= 0, "tribute_cf_replay", self.tribute_cf_replay,
+                    ">= 0")
+        require(not self.tribute_cf_replay or self.tribute_cf_update == "regression",
+                f"tribute_cf_replay ({self.tribute_cf_replay}) needs tribute_cf_update = "
+                f"regression (not {self.tribute_cf_update}): the other updates weigh each "
+                "decision by the policy that played it, which a replayed one no longer is")
+        require(not self.tribute_cf_replay or self.tribute_counterfactual > 0,
+                f"tribute_cf_replay ({self.tribute_cf_replay}) keeps counterfactual tribute "
+                "decisions, which tribute_counterfactual 0 makes none of")
         check_range(self.eval_players in TABLE_SIZES and self.eval_players <= self.max_players,
                     "eval_players", self.eval_players, f"in 2..{self.max_players}")
         if self.league_agents:
@@ -841,8 +864,9 @@ def counterfactual_batch(ro: Rollout) -> dict[str, np.ndarray]:
     and each legal action's advantage ``A(a) = Q(a) - sum_b pi_b(b) Q(b)``, divided by the
     behaviour policy's root mean square of ``A`` over every row (as PPO normalises its
     advantages); 0 where illegal; ``adv_u`` the same ``A`` divided by its root mean square
-    over every legal action alike (the logit update's). Rows whose actions all have the same
-    value add nothing."""
+    over every legal action alike (the logit update's); ``target`` each legal action's value
+    minus the legal actions' mean value (the regression's), 0 where illegal. Rows whose
+    actions all have the same value add nothing."""
     mask = ro.mask[ro.cf_index]
     probs = np.where(mask, np.maximum(ro.cf_probs, 1e-8), 0.0).astype(np.float32)
     probs /= probs.sum(axis=1, keepdims=True)
@@ -853,10 +877,65 @@ def counterfactual_batch(ro: Rollout) -> dict[str, np.ndarray]:
     # of every row, weighed alike (the logit update's: an action the behaviour policy almost
     # never plays counts as much as the one it plays)
     adv_u = raw / (float(np.sqrt((raw ** 2).sum() / mask.sum())) + 1e-8)
+    target = np.where(mask, q - q.sum(axis=1, keepdims=True) / mask.sum(axis=1, keepdims=True),
+                      0.0)
     return {"obs": np.ascontiguousarray(ro.obs[ro.cf_index]), "mask": mask,
             "probs": probs, "logp_b": np.where(mask, np.log(probs + (~mask)), 0.0
                                                 ).astype(np.float32),
-            "adv": adv.astype(np.float32), "adv_u": adv_u.astype(np.float32)}
+            "adv": adv.astype(np.float32), "adv_u": adv_u.astype(np.float32),
+            "target": target.astype(np.float32)}
+
+
+class TributeReplay:
+    """The last ``size`` counterfactual tribute decisions (``tribute_cf_replay``), oldest
+    first: what the regression fits of each (:data:`KEYS` of :func:`counterfactual_batch`)."""
+
+    KEYS = ("obs", "mask", "target")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.data: dict[str, np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return 0 if self.data is None else len(self.data["target"])
+
+    def add(self, batch: dict[str, np.ndarray] | None) -> dict[str, np.ndarray] | None:
+        """Keep ``batch``'s decisions (``None``: none), dropping the oldest past ``size``;
+        every decision kept, this batch's last."""
+        if batch is not None and len(batch["target"]):
+            new = {k: np.asarray(batch[k]) for k in self.KEYS}
+            if self.data is not None:
+                new = {k: np.concatenate([self.data[k], new[k]]) for k in self.KEYS}
+            self.data = {k: np.ascontiguousarray(v[-self.size:]) for k, v in new.items()}
+        return self.data
+
+    def state(self) -> dict[str, Any]:
+        """The decisions as a checkpoint holds them (tensors; empty: ``{}``)."""
+        torch = _torch()
+        return {} if self.data is None else {k: torch.from_numpy(v) for k, v in
+                                             self.data.items()}
+
+    def load(self, state: dict[str, Any]) -> None:
+        """The decisions of :meth:`state` (the last ``size`` of them: a resume may keep fewer);
+        a ``ValueError`` naming what is wrong with a damaged one."""
+        if not state:
+            self.data = None
+            return
+        if set(state) != set(self.KEYS):
+            raise ValueError(f"the checkpoint's tribute replay holds {sorted(state)}, not "
+                             f"{list(self.KEYS)}")
+        torch = _torch()
+        if not all(isinstance(state[k], torch.Tensor) for k in self.KEYS):
+            raise ValueError("the checkpoint's tribute replay holds something other than "
+                             "tensors")
+        data = {k: state[k].numpy() for k in self.KEYS}
+        rows = {len(v) for v in data.values()}
+        if len(rows) != 1 or data["mask"].dtype != np.bool_ or data["mask"].ndim != 2 or \
+                data["mask"].shape != data["target"].shape or data["obs"].ndim != 2:
+            raise ValueError("the checkpoint's tribute replay is damaged: its arrays do not "
+                             "agree in rows or shape")
+        self.data = None
+        self.add(data)
 
 
 def tribute_regret(ro: Rollout) -> float:
@@ -891,6 +970,8 @@ class Learner:
         self.after_backward: Any = None
         #: Called before each minibatch: the pipelined trainer sets torch's threads here.
         self.before_minibatch: Any = None
+        #: The counterfactual decisions every update fits (``tribute_cf_replay``), else None.
+        self.replay = TributeReplay(cfg.tribute_cf_replay) if cfg.tribute_cf_replay else None
 
     def update(self, ro: Rollout, adv: np.ndarray) -> dict[str, float]:
         torch = self.torch
@@ -905,6 +986,8 @@ class Learner:
         stats = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "clip_frac": 0.0,
                  "approx_kl": 0.0}
         cf = counterfactual_batch(ro) if len(ro.cf_index) else None
+        if self.replay is not None:  # this rollout's decisions and the earlier ones kept
+            cf = self.replay.add(cf)
         if cf is not None:
             stats["cf_loss"] = 0.0
             cf = {k: torch.from_numpy(v) for k, v in cf.items()}
@@ -987,6 +1070,8 @@ class Learner:
         logits, _ = self.model(cf["obs"], cf["mask"])
         if self.cfg.tribute_cf_update == "logits":
             return self._cf_logits_loss(logits, cf)
+        if self.cfg.tribute_cf_update == "regression":
+            return self._cf_regression_loss(logits, cf)
         logp = torch.log_softmax(logits, -1).masked_fill(~cf["mask"], 0.0)
         ratio = torch.exp(logp - cf["logp_b"])
         adv = cf["adv"]
@@ -1009,6 +1094,18 @@ class Learner:
             push = torch.where(((adv > 0) & (y < beta)) | ((adv < 0) & (y > -beta)), adv,
                                torch.zeros_like(adv))
         return -(push * y).sum(-1).mean()
+
+    def _cf_regression_loss(self, logits: Any, cf: dict[str, Any]) -> Any:
+        """The regression of the counterfactual tribute rows: each legal action's logit,
+        centred on the decision's legal mean, fitted to ``tribute_cf_scale`` (``c``) times its
+        centred value (``target``): ``sum_a (y_a - c t_a)^2 / (2c)`` over the legal actions,
+        averaged over the rows, so that the gradient on a logit is its error in round reward,
+        ``y_a / c - t_a`` (the same order as the logit update's pushes)."""
+        mask = cf["mask"]
+        c = self.cfg.tribute_cf_scale
+        z = logits.masked_fill(~mask, 0.0)
+        y = (z - z.sum(-1, keepdim=True) / mask.sum(-1, keepdim=True)).masked_fill(~mask, 0.0)
+        return ((y - c * cf["target"]) ** 2).sum(-1).mean() / (2 * c)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1104,7 +1201,8 @@ class Run:
             "updates": self.updates, "seconds": self.seconds,
             "eval_seconds": self.eval_seconds, "history": self.history,
             "league": self.league, "marks": self.marks,
-            "config_history": self.config_history})
+            "config_history": self.config_history,
+            "tribute_replay": self.learner.replay.state() if self.learner.replay else {}})
         state["digest"] = state_digest(state)
         tmp = path.with_name(path.name + ".tmp")
         torch.save(state, tmp)
@@ -1127,6 +1225,11 @@ class Run:
                   "marks"):
             setattr(self, k, state[k])
         self.league = [p for p in self.league if Path(p).is_file()]
+        if self.learner.replay is not None:  # an older checkpoint's run kept none
+            try:
+                self.learner.replay.load(state.get("tribute_replay", {}))
+            except ValueError as exc:
+                raise ValueError(f"checkpoint {path}: {exc}") from None
         # checkpoints from before the config history have none
         self.config_history = list(state.get("config_history", []))
         self.config_history.append(resume_entry(

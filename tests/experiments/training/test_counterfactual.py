@@ -161,13 +161,95 @@ def test_the_logit_update_pushes_each_logit_by_its_advantage_whatever_its_probab
     assert (g[~mask] == 0).all()
 
 
+def test_the_regression_fits_each_logit_to_its_scaled_value(tmp_path):
+    """The regression's gradient on a legal logit is its centred logit over the scale minus
+    its centred value, whatever its probability; illegal logits get none, and a common shift
+    of the logits changes nothing."""
+    torch = pytest.importorskip("torch")
+    learner = selfplay.Learner(tiny(tmp_path, tribute_cf_update="regression",
+                                    tribute_cf_scale=10.0))
+    mask = torch.zeros((2, NUM_ACTIONS), dtype=torch.bool)
+    legal = [PASS, ASK_BASE, ASK_BASE + 4]
+    mask[:, legal] = True
+    z = torch.zeros((2, NUM_ACTIONS))
+    z[0, legal] = torch.tensor([13.0, 0.0, 0.0])  # saturated on the pass
+    z[1, legal] = torch.tensor([5.0, 8.0, 5.0])   # already 10 x its centred values, shifted
+    target = torch.zeros((2, NUM_ACTIONS))
+    target[:, legal] = torch.tensor([-0.1, 0.2, -0.1])
+    z = z.masked_fill(~mask, -1e9).requires_grad_()
+    loss = learner._cf_regression_loss(z, {"mask": mask, "target": target})
+    loss.backward()
+    y0 = np.array([13.0, 0.0, 0.0]) - 13.0 / 3
+    want0 = (y0 / 10 - np.array([-0.1, 0.2, -0.1])) / 2  # mean over the 2 rows
+    assert z.grad[0, legal].tolist() == pytest.approx(want0.tolist(), rel=1e-5)
+    # the rarely played ask is pulled up by its whole error, not by its probability (~2e-6)
+    assert -z.grad[0, ASK_BASE] > 0.1
+    assert z.grad[1].abs().max() < 1e-6  # already fitted: no step
+    assert (z.grad[~mask] == 0).all()
+    assert loss.item() == pytest.approx(((y0 - 10 * np.array([-0.1, 0.2, -0.1])) ** 2).sum()
+                                        / 20 / 2, rel=1e-5)
+
+
+def test_the_replay_keeps_the_last_decisions_and_survives_a_checkpoint(tmp_path):
+    """``tribute_cf_replay`` keeps the last N counterfactual decisions across updates, fits
+    them every update and is saved in the checkpoint, so a resumed run goes on as the run
+    would have; a damaged replay in a checkpoint is named."""
+    torch = pytest.importorskip("torch")
+    replay = selfplay.TributeReplay(5)
+    batch = {"obs": np.arange(12, dtype=np.float32).reshape(4, 3),
+             "mask": np.ones((4, 2), bool), "target": np.arange(8, dtype=np.float32
+                                                                ).reshape(4, 2),
+             "adv": np.zeros((4, 2), np.float32)}
+    assert replay.add(None) is None and len(replay) == 0
+    replay.add(batch)
+    kept = replay.add(batch)
+    assert len(replay) == 5 and set(kept) == set(selfplay.TributeReplay.KEYS)
+    assert kept["obs"][:, 0].tolist() == [9.0, 0.0, 3.0, 6.0, 9.0]  # oldest first
+    again = selfplay.TributeReplay(3)  # a resume that keeps fewer keeps the newest
+    again.load(replay.state())
+    assert again.data["obs"][:, 0].tolist() == [3.0, 6.0, 9.0]
+    with pytest.raises(ValueError, match="tribute replay is damaged"):
+        again.load({**replay.state(), "target": torch.zeros((2, 2))})
+
+    cfg = tiny(tmp_path, run_name="rp", seed=4, rollout_steps=60, num_rounds=3,
+               tribute_counterfactual=1.0, tribute_cf_update="regression",
+               tribute_cf_replay=40)
+    run = Run(cfg)
+    run.iteration()
+    first = len(run.learner.replay)
+    assert first > 0
+    run.iteration()
+    assert min(first + 1, 40) <= len(run.learner.replay) <= 40  # the second's kept too
+    path = run.save()
+    resumed = Run(cfg, resume=str(path))
+    for k in selfplay.TributeReplay.KEYS:
+        assert np.array_equal(resumed.learner.replay.data[k], run.learner.replay.data[k])
+    # the same rollout, updated on by both learners: the same step (the same weights,
+    # optimiser, generator and replayed decisions); without the replay, another
+    ro, _ = run.collector.collect(run.acting.act, [], run.acting.value, run.acting)
+    adv = selfplay.advantages(ro, cfg.rollout_steps, run.batch, 1.0, 0.95)
+    forgetful = Run(cfg, resume=str(path))
+    forgetful.learner.replay.load({})
+    for learner in (run.learner, resumed.learner, forgetful.learner):
+        learner.update(ro, adv)
+    params = [list(r.learner.model.parameters()) for r in (run, resumed, forgetful)]
+    assert all(torch.equal(a, b) for a, b in zip(params[0], params[1], strict=True))
+    assert not all(torch.equal(a, b) for a, b in zip(params[0], params[2], strict=True))
+    # a checkpoint whose replay was altered is refused by its digest, by name
+    state = torch.load(path, weights_only=True)
+    state["tribute_replay"]["target"][0, 0] += 1.0
+    torch.save(state, path)
+    with pytest.raises(ValueError, match="damaged or was altered"):
+        Run(cfg, resume=str(path))
+
+
 def expected_q(run, ro):
     obs, mask = ro.obs[ro.cf_index], ro.mask[ro.cf_index]
     p = run.acting.probs(obs, mask)
     return float((p * np.nan_to_num(ro.cf_q)).sum(axis=1).mean())
 
 
-@pytest.mark.parametrize("update", ["surrogate", "logits"])
+@pytest.mark.parametrize("update", ["surrogate", "logits", "regression"])
 def test_the_surrogate_moves_the_tribute_towards_the_better_choices(tmp_path, update):
     """An update with the counterfactual loss (either form) raises the expected value of the
     tribute choices it was computed on far more than the same update without it."""
@@ -201,6 +283,12 @@ def test_a_collector_actor_values_tribute_choices_too(tmp_path):
     ({"tribute_counterfactual": 1.5}, "tribute_counterfactual"),
     ({"tribute_counterfactual": -0.1}, "tribute_counterfactual"),
     ({"tribute_cf_coef": -1.0}, "tribute_cf_coef"),
+    ({"tribute_cf_scale": 0.0}, "tribute_cf_scale"),
+    ({"tribute_cf_replay": -1}, "tribute_cf_replay"),
+    ({"tribute_counterfactual": 0.5, "tribute_cf_replay": 100},
+     "needs tribute_cf_update = regression"),
+    ({"tribute_cf_update": "regression", "tribute_cf_replay": 100},
+     "tribute_counterfactual 0 makes none"),
 ])
 def test_bad_counterfactual_settings_are_named(tmp_path, bad, message):
     with pytest.raises(ValueError, match=message):
