@@ -273,7 +273,7 @@ def run_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser | No
     require_cli(parser.prog if parser is not None else "python -m dragons_egg.experiments.cli.gif",
                 "render")
     try:
-        _claim_outputs(args.out, args.frames_dir, getattr(args, "overwrite", False))
+        _claim_outputs(args.out, args.frames_dir, args.overwrite)
         data = load_replay(args.replay)
         frames, pngs = _write(data, args.out, args.frames_dir, args.viewer, args.deck_style,
                               args.fps)

@@ -1078,6 +1078,13 @@ class Learner:
         obj = torch.min(ratio * adv, ratio.clamp(1 - eps, 1 + eps) * adv)
         return -(cf["probs"] * obj).sum(-1).mean()
 
+    @staticmethod
+    def _centred_logits(logits: Any, mask: Any) -> Any:
+        """Each legal action's logit minus the mean of its decision's legal logits; 0 where
+        illegal (what the logit update pushes and the regression fits)."""
+        z = logits.masked_fill(~mask, 0.0)
+        return (z - z.sum(-1, keepdim=True) / mask.sum(-1, keepdim=True)).masked_fill(~mask, 0.0)
+
     def _cf_logits_loss(self, logits: Any, cf: dict[str, Any]) -> Any:
         """The logit update of the counterfactual tribute rows (NeuRD): minus the sum over
         the legal actions of each one's advantage over the behaviour policy's expected value
@@ -1086,8 +1093,7 @@ class Learner:
         ``tribute_cf_threshold`` above (below) the mean is not pushed further up (down)."""
         torch = self.torch
         mask = cf["mask"]
-        z = logits.masked_fill(~mask, 0.0)
-        y = (z - z.sum(-1, keepdim=True) / mask.sum(-1, keepdim=True)).masked_fill(~mask, 0.0)
+        y = self._centred_logits(logits, mask)
         adv = cf["adv_u"]
         beta = self.cfg.tribute_cf_threshold
         with torch.no_grad():
@@ -1103,8 +1109,7 @@ class Learner:
         ``y_a / c - t_a`` (the same order as the logit update's pushes)."""
         mask = cf["mask"]
         c = self.cfg.tribute_cf_scale
-        z = logits.masked_fill(~mask, 0.0)
-        y = (z - z.sum(-1, keepdim=True) / mask.sum(-1, keepdim=True)).masked_fill(~mask, 0.0)
+        y = self._centred_logits(logits, mask)
         return ((y - c * cf["target"]) ** 2).sum(-1).mean() / (2 * c)
 
 
