@@ -116,7 +116,9 @@ def run_files(run_dir: Path, patterns: Iterable[str]) -> list[Path]:
     return found
 
 
-def _listing(paths: Sequence[Path]) -> str:
+def listing(paths: Sequence[Path]) -> str:
+    """``paths`` named in a message: a file by its name, a folder with how many files it
+    holds."""
     def one(p: Path) -> str:
         if not p.is_dir():
             return p.name
@@ -137,7 +139,7 @@ def claim_output(out: str | Path, patterns: Iterable[str], *, overwrite: bool = 
         raise ValueError(f"{out} is a file, not a folder")
     found = run_files(path, patterns)
     if found and not overwrite:
-        raise ValueError(f"{out} holds earlier {what} ({_listing(found)}): give another "
+        raise ValueError(f"{out} holds earlier {what} ({listing(found)}): give another "
                          "folder, or --overwrite to replace them")
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -175,7 +177,7 @@ def claim_run_dir(run_dir: Path, patterns: Iterable[str], *,
     if not found:
         return
     if overwrite:
-        print(f"--overwrite: removing the run in {run_dir}: {_listing(found)}",
+        print(f"--overwrite: removing the run in {run_dir}: {listing(found)}",
               file=sys.stderr, flush=True)
         for p in found:
             if p.is_dir():
@@ -184,15 +186,15 @@ def claim_run_dir(run_dir: Path, patterns: Iterable[str], *,
                 p.unlink()
         return
     if resume is not None:
-        raise ValueError(f"{run_dir} already holds another run ({_listing(found)}): "
+        raise ValueError(f"{run_dir} already holds another run ({listing(found)}): "
                          f"continuing {resume} there would mix the two; give a new --run-name "
                          "(or --overwrite to delete that run first)")
     ckpt = latest(run_dir)
     if ckpt is None:
         raise ValueError(f"{run_dir} already holds a run, with no checkpoint to resume "
-                         f"({_listing(found)}): give a new --run-name, or --overwrite to "
+                         f"({listing(found)}): give a new --run-name, or --overwrite to "
                          "delete it first")
-    raise ValueError(f"{run_dir} already holds a run ({_listing(found)}): continue it with "
+    raise ValueError(f"{run_dir} already holds a run ({listing(found)}): continue it with "
                      f"--resume {shlex.quote(str(ckpt))}{resume_flags}, or start another "
                      "with a new --run-name (--overwrite deletes it first)")
 

@@ -262,6 +262,9 @@ class ParsedSettings:
     config: str | None
     #: The on/off options (``switches``, such as ``--overwrite``) given.
     switches: frozenset[str] = frozenset()
+    #: The further value options (``options``) by name (such as ``--resume``), ``None`` where
+    #: not given.
+    options: dict[str, str | None] = dataclasses.field(default_factory=dict)
 
 
 def _config_help(cls: type) -> str:
@@ -272,9 +275,11 @@ def _config_help(cls: type) -> str:
 
 
 def _wrapper(cls: type, extra: str, extra_help: str, extra_metavar: str,
-             switches: Sequence[tuple[str, str]] = ()) -> type:
-    """A dataclass of ``--config``, the extra option, the on/off ``switches`` (name, help)
-    and every field of ``cls`` (no prefix), so that tyro's ``--help`` lists them all."""
+             switches: Sequence[tuple[str, str]] = (),
+             options: Sequence[tuple[str, str, str]] = ()) -> type:
+    """A dataclass of ``--config``, the extra option, the further value ``options`` (name,
+    help, metavar), the on/off ``switches`` (name, help) and every field of ``cls`` (no
+    prefix), so that tyro's ``--help`` lists them all."""
     from typing import Annotated
 
     import tyro
@@ -285,6 +290,9 @@ def _wrapper(cls: type, extra: str, extra_help: str, extra_metavar: str,
                              tyro.conf.arg(help=_config_help(cls), metavar="FILE|NAME")], None),
         (extra.lstrip("-").replace("-", "_"),
          Annotated[str | None, tyro.conf.arg(help=extra_help, metavar=extra_metavar)], None),
+        *((name.lstrip("-").replace("-", "_"),
+           Annotated[str | None, tyro.conf.arg(help=text, metavar=metavar)], None)
+          for name, text, metavar in options),
         *((name.lstrip("-").replace("-", "_"),
            Annotated[bool, tyro.conf.FlagCreatePairsOff, tyro.conf.arg(help=text)], False)
           for name, text in switches),
@@ -325,12 +333,14 @@ def parse_config_cli(cls: type, argv: Sequence[str] | None,
                      build: Callable[[dict[str, Any]], Any], extra: str, description: str, *,
                      prog: str | None = None, extra_help: str = "",
                      extra_metavar: str = "PATH",
-                     switches: Sequence[tuple[str, str]] = ()) -> ParsedSettings:
+                     switches: Sequence[tuple[str, str]] = (),
+                     options: Sequence[tuple[str, str, str]] = ()) -> ParsedSettings:
     """Read the command line of the settings dataclass ``cls``: ``--config FILE|NAME``
     (:func:`resolve_config`, read by :func:`read_settings` and made with ``build``) gives the
     defaults, every field is a flag (tyro, with no prefix), and the option ``extra`` (such as
     ``--resume``) is returned beside the settings, with the fields given explicitly and the
-    on/off options of ``switches`` (``(name, help)``, such as ``--overwrite``) given.
+    on/off options of ``switches`` (``(name, help)``, such as ``--overwrite``) given, and the
+    values of the further ``options`` (``(name, help, metavar)``).
     ``--help`` shows ``prog`` (default :func:`module_prog`) and lists ``--config``, ``extra``
     and the switches with the fields. Nothing is validated here (see :func:`validated`). A bad
     ``--config`` is a one-line error and exit status 2."""
@@ -344,6 +354,8 @@ def parse_config_cli(cls: type, argv: Sequence[str] | None,
     pre.add_argument(extra, dest=dest, default=None)
     for name, _ in switches:
         pre.add_argument(name, action="store_true")
+    for name, _, _ in options:
+        pre.add_argument(name, default=None)
     known, rest = pre.parse_known_args(args)
     data: dict[str, Any] = {}
     default = cls()
@@ -353,12 +365,14 @@ def parse_config_cli(cls: type, argv: Sequence[str] | None,
             default = build(data)
         except (ValueError, TypeError) as exc:
             _fail(str(exc))
-    command = _wrapper(cls, extra, extra_help, extra_metavar, switches)
+    command = _wrapper(cls, extra, extra_help, extra_metavar, switches, options)
     out = tyro.cli(command, args=rest, default=command(default), prog=prog, registry=_registry(),
                    description=description)
     on = frozenset(n for n, _ in switches if getattr(known, n.lstrip("-").replace("-", "_")))
+    values = {n: getattr(known, n.lstrip("-").replace("-", "_")) for n, _, _ in options}
     return ParsedSettings(out.settings, getattr(known, dest),
-                          frozenset(flags_given(rest, cls) | set(data)), known.config, on)
+                          frozenset(flags_given(rest, cls) | set(data)), known.config, on,
+                          values)
 
 
 def validated(cfg: Any) -> Any:

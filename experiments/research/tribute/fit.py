@@ -46,14 +46,21 @@ counts the base policy's training seconds too, read from its provenance, and the
 will take is kept back, :func:`fit_reserve`) or after ``chunks`` batches of states; with a
 number of chunks (and the same workers) it is reproducible bit for bit.
 
+Each batch is saved as it is gathered (``OUT/gather/``, :func:`save_batch`): a stopped fit
+continues with ``--resume OUT`` (its saved settings and the rest of its budget; with
+``chunks``, exactly the uninterrupted fit).
+
 ``python -m dragons_egg.experiments.research.tribute.fit --policy runs/ppo-shipped/final.npz --out
-runs/tribute-fit [--max-seconds 10800] [--chunks N] [--workers 2]``
+runs/tribute-fit [--max-seconds 10800] [--chunks N] [--workers 2]``, then if stopped
+``... --resume runs/tribute-fit``
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import shlex
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -69,8 +76,8 @@ from dragons_egg.agents.heads import (
     tribute_context,
     tribute_row,
 )
-from dragons_egg.experiments.common.runs import claim_output
-from dragons_egg.experiments.common.settings import config_cli
+from dragons_egg.experiments.common.runs import claim_output, listing, run_files
+from dragons_egg.experiments.common.settings import parse_config_cli, validated
 from dragons_egg.experiments.training import counterfactual as cf
 from dragons_egg.experiments.training.counterfactual import (
     COLUMN_GROUP,
@@ -361,35 +368,60 @@ def chunk_tasks(cfg: TributeFitConfig):
         k += 1
 
 
-def gather(cfg: TributeFitConfig, allowed: float) -> tuple[list[dict[str, Any]], float]:
+def gather(cfg: TributeFitConfig, allowed: float, done: list[dict[str, Any]] | None = None,
+           seconds: float = 0.0, keep: Any = None) -> tuple[list[dict[str, Any]], float]:
     """Run batches on ``cfg.workers`` processes until ``cfg.chunks`` are done or the next
     batch would end too late to fit every state within ``allowed`` seconds
-    (:func:`fit_reserve`). Returns the batches in task order."""
+    (:func:`fit_reserve`). ``done``: the first batches, gathered before (``seconds`` of
+    gathering, counted in the budget), which are not gathered again. ``keep(k, batch,
+    seconds)`` is called as each batch finishes, in task order (:func:`save_batch` keeps it
+    on disk). Returns the batches in task order and the gathering seconds in all."""
     import multiprocessing as mp
 
     t0 = time.perf_counter()
     tasks = chunk_tasks(cfg)
-    out: list[dict[str, Any]] = []
-    bar = _bar(cfg)
-    with mp.get_context("spawn").Pool(cfg.workers) as pool:
-        pending = [pool.apply_async(run_chunk, (t,)) for t in _take(tasks, 2 * cfg.workers)]
+    out: list[dict[str, Any]] = list(done or ())
+    _take(tasks, len(out))  # those were gathered before
+    bar = _bar(cfg, len(out))
+
+    def elapsed() -> float:
+        return seconds + time.perf_counter() - t0
+
+    def more(queued: int) -> bool:  # may one more batch start after ``queued`` others?
+        if cfg.chunks and len(out) + queued >= cfg.chunks:
+            return False
+        if not out:
+            return queued < 2 * cfg.workers
+        pace = elapsed() / len(out) * cfg.workers  # seconds per batch per worker
+        # a new batch starts after the ones queued before it: stop when it would end too
+        # late to fit every state gathered by then
+        states = sum(len(c["q"]) for c in out) + (queued + 1) * cfg.states_per_chunk
+        return elapsed() + pace * (queued / cfg.workers + 1) + fit_reserve(states) < allowed
+
+    with mp.get_context("spawn").Pool(cfg.workers, initializer=_ignore_interrupts) as pool:
+        n0 = 2 * cfg.workers if not out else sum(more(q) for q in range(2 * cfg.workers))
+        pending = [pool.apply_async(run_chunk, (t,)) for t in _take(tasks, n0)]
         while pending:
             r = pending.pop(0).get()
             out.append(r)
+            if keep is not None:
+                keep(len(out) - 1, r, elapsed())
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(states=sum(len(c["q"]) for c in out))
-            elapsed = time.perf_counter() - t0
-            pace = elapsed / len(out) * cfg.workers  # seconds per batch per worker
-            # a new batch starts after the ones queued before it: stop when it would end too
-            # late to fit every state gathered by then
-            states = sum(len(c["q"]) for c in out) + (len(pending) + 1) * cfg.states_per_chunk
-            if elapsed + pace * (len(pending) / cfg.workers + 1) + fit_reserve(states) \
-                    < allowed:
+            if more(len(pending)):
                 pending += [pool.apply_async(run_chunk, (t,)) for t in _take(tasks, 1)]
     if bar is not None:
         bar.close()
-    return out, time.perf_counter() - t0
+    return out, elapsed()
+
+
+def _ignore_interrupts() -> None:
+    """A worker process's start: Ctrl-C reaches the parent, which stops the workers (the
+    batches finished by then are on disk)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _take(it, k: int) -> list:
@@ -402,12 +434,13 @@ def _take(it, k: int) -> list:
     return out
 
 
-def _bar(cfg: TributeFitConfig):
+def _bar(cfg: TributeFitConfig, initial: int = 0):
     if not cfg.progress:
         return None
     from tqdm import tqdm
 
-    return tqdm(total=cfg.chunks or None, desc="tribute-fit", unit="batch", file=sys.stderr)
+    return tqdm(total=cfg.chunks or None, initial=initial, desc="tribute-fit", unit="batch",
+                file=sys.stderr)
 
 
 def concat_chunks(chunks: list[dict[str, Any]]) -> dict[str, np.ndarray]:
@@ -426,6 +459,7 @@ def save_data(path: Path, chunks: list[dict[str, Any]], seconds: float, cfg) -> 
     data = concat_chunks(chunks)
     data["chunk_sizes"] = np.array([len(c["q"]) for c in chunks])
     data["meta"] = np.frombuffer(json.dumps({"seconds": seconds, "config": _jsonable(cfg),
+                                             "command": cfg.command,
                                              "policy_sha256": file_digest(cfg.policy)})
                                  .encode(), np.uint8)
     tmp = path.with_name(path.name + ".tmp")
@@ -505,9 +539,54 @@ def evaluate(old, new, chunks: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def fit(cfg: TributeFitConfig, data: str | None = None) -> Path:
+#: Settings the gathered states do not depend on (nor, but ``workers``, their order).
+NOT_IN_STATES = ("out", "overwrite", "workers", "progress")
+#: The folder of a fit's output that holds its batches as each is gathered (``batch_*.npz``,
+#: :func:`save_batch`) and its settings (``settings.json``), until ``data.npz`` holds them all.
+GATHER = "gather"
+OUTPUTS = ("policy.npz", "policy.json", "summary.json", "report.md", "card_values.png")
+
+
+def save_batch(folder: Path, k: int, batch: dict[str, Any], seconds: float,
+               cfg: TributeFitConfig) -> Path:
+    """Batch ``k`` of a gather as its own file (:func:`save_data`'s form, written whole or
+    not at all), with the gathering ``seconds`` spent when it finished."""
+    path = folder / f"batch_{k:05d}.npz"
+    save_data(path, [batch], seconds, cfg)
+    return path
+
+
+def load_batches(folder: Path, cfg: TributeFitConfig) -> tuple[list[dict[str, Any]], float]:
+    """The batches a stopped gather saved in ``folder`` (:func:`save_batch`), in order, and
+    the gathering seconds they took; a ``ValueError`` naming a damaged or missing batch, or
+    one gathered with other settings or another policy."""
+    files = sorted(folder.glob("batch_*.npz"))
+    chunks, seconds = [], 0.0
+    def same(config: dict[str, Any]) -> dict[str, Any]:  # what the states depend on, as JSON
+        return json.loads(json.dumps({k: v for k, v in config.items()
+                                      if k not in NOT_IN_STATES}))
+
+    want = same(_jsonable(cfg))
+    digest = file_digest(cfg.policy)
+    for k, path in enumerate(files):
+        if path.name != f"batch_{k:05d}.npz":
+            raise ValueError(f"{folder} lacks batch_{k:05d}.npz (it has {path.name}): the "
+                             "saved batches are not a gather's first ones")
+        batch, meta = load_data(path)
+        if same(meta.get("config", {})) != want or meta.get("policy_sha256") != digest:
+            raise ValueError(f"{path} was gathered with other settings or another policy than "
+                             f"the fit in {folder.parent} (settings.json)")
+        chunks += batch
+        seconds = float(meta["seconds"])
+    return chunks, seconds
+
+
+def fit(cfg: TributeFitConfig, data: str | None = None, resume: bool = False) -> Path:
     """Gather (or read ``data``), fit, score on the held-out batches and write the policy,
-    ``summary.json`` and ``report.md`` to ``cfg.out``. Returns the policy file."""
+    ``summary.json`` and ``report.md`` to ``cfg.out``. Returns the policy file. Each batch is
+    on disk as it is gathered (``gather/``); ``resume`` continues the gather (or the fit) that
+    stopped in ``cfg.out`` (whose settings :func:`resume_settings` reads) instead of starting
+    one."""
     from dragons_egg.agents.netpolicy import load_policy_file
 
     cfg.validate()
@@ -517,19 +596,48 @@ def fit(cfg: TributeFitConfig, data: str | None = None) -> Path:
         raise ValueError(f"{cfg.policy} is already tribute-fitted; fit the policy it came from")
     prov = dict(policy.meta.get("provenance", {}))
     base_seconds = float(prov.get("seconds", 0.0))
-    # before any work: a folder that cannot be written, or holds an earlier fit (its data.npz
-    # may be the --data this fit reads)
-    out = claim_output(cfg.out, ("policy.npz", "policy.json", "summary.json", "report.md",
-                                 "card_values.png", *(() if data else ("data.npz",))),
-                       overwrite=cfg.overwrite, what="tribute fit")
+    folder = Path(cfg.out) / GATHER
+    if resume:
+        out = Path(cfg.out)
+        if data is not None:
+            raise ValueError("--data and --resume: a resumed fit reads what its folder holds")
+        if run_files(out, OUTPUTS):
+            raise ValueError(f"the tribute fit in {out} is finished "
+                             f"({listing(run_files(out, OUTPUTS))}); nothing to resume")
+        if (out / "data.npz").is_file():
+            data = str(out / "data.npz")  # the gather finished, the fit did not
+    else:
+        # before any work: a folder that cannot be written, or holds an earlier fit (its
+        # data.npz may be the --data this fit reads) or a stopped one
+        if folder.is_dir() and not cfg.overwrite:
+            n = len(list(folder.glob("batch_*.npz")))
+            raise ValueError(f"{cfg.out} holds a tribute fit that stopped after {n} batch(es): "
+                             f"continue it with --resume {shlex.quote(str(cfg.out))}, or give "
+                             "another folder, or --overwrite to start again")
+        out = claim_output(cfg.out, (*OUTPUTS, *(() if data else ("data.npz",))),
+                           overwrite=cfg.overwrite, what="tribute fit")
+        if folder.is_dir():
+            shutil.rmtree(folder)  # --overwrite: never mix two gathers
     if data is None:
         allowed = cfg.max_seconds - base_seconds if cfg.max_seconds > 0 else float("inf")
         if allowed <= 0:
             raise ValueError(f"the base policy already trained {base_seconds:,.1f} s, the "
                              f"whole budget of max_seconds={cfg.max_seconds:,.0f}")
-        chunks, gather_seconds = gather(cfg, allowed)
+        done, spent = load_batches(folder, cfg) if resume else ([], 0.0)
+        if not resume:
+            folder.mkdir()
+            tmp = folder / "settings.json.tmp"
+            tmp.write_text(json.dumps({"config": _jsonable(cfg), "command": cfg.command,
+                                       "policy_sha256": file_digest(cfg.policy)}, indent=1))
+            tmp.replace(folder / "settings.json")
+        chunks, gather_seconds = gather(
+            cfg, allowed, done, spent,
+            keep=lambda k, batch, secs: save_batch(folder, k, batch, secs, cfg))
         save_data(out / "data.npz", chunks, gather_seconds, cfg)
+        shutil.rmtree(folder)  # data.npz holds every batch now
     else:
+        if resume:
+            shutil.rmtree(folder, ignore_errors=True)  # left by a stop after data.npz
         chunks, meta = load_data(data)
         if meta.get("policy_sha256") != file_digest(cfg.policy):
             raise ValueError(f"tribute-fit data {data} was gathered with another policy than "
@@ -690,14 +798,62 @@ def report(info: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Settings a resumed fit may take from the command line: they do not change its results.
+RESUME_MAY_CHANGE = ("workers", "progress")
+
+
 def parse_args(argv: list[str] | None = None, prog: str | None = None
-               ) -> tuple[TributeFitConfig, str | None]:
-    """The config from ``--config FILE`` (JSON) and flags, and ``--data``; ``--help`` and
-    errors name ``prog`` (default ``python -m`` this module)."""
-    return config_cli(TributeFitConfig, argv, config_from_dict, "--data",
-                      "Counterfactual tribute fit of a policy file.", prog=prog,
-                      extra_help="refit the states gathered before (data.npz of an earlier "
-                      "fit) instead of gathering", extra_metavar="DATA.npz")
+               ) -> tuple[TributeFitConfig, str | None, bool]:
+    """The config from ``--config FILE`` (JSON) and flags, ``--data``, and whether it is
+    ``--resume DIR`` (then the config is the one saved in DIR, :func:`resume_settings`);
+    ``--help`` and errors name ``prog`` (default ``python -m`` this module)."""
+    parsed = parse_config_cli(
+        TributeFitConfig, argv, config_from_dict, "--data",
+        "Counterfactual tribute fit of a policy file.", prog=prog,
+        extra_help="refit the states gathered before (data.npz of an earlier fit) instead of "
+        "gathering", extra_metavar="DATA.npz",
+        options=(("--resume", "continue the fit that stopped in DIR, with its saved settings "
+                  f"(only {', '.join(RESUME_MAY_CHANGE)} may be given)", "DIR"),))
+    resume = parsed.options["--resume"]
+    if resume is None:
+        return validated(parsed.settings), parsed.extra, False
+    return resume_settings(resume, parsed.settings, parsed.given), parsed.extra, True
+
+
+def resume_settings(folder: str, parsed: TributeFitConfig, given: frozenset[str]
+                    ) -> TributeFitConfig:
+    """The settings of the fit that stopped in ``folder`` (``gather/settings.json``, or a
+    finished gather's ``data.npz``), with those of :data:`RESUME_MAY_CHANGE` that ``given``
+    names taken from ``parsed``; a ``ValueError`` when ``folder`` holds no such fit or another
+    setting is given with a different value."""
+    out = Path(folder)
+    try:
+        if (out / GATHER / "settings.json").is_file():
+            saved = json.loads((out / GATHER / "settings.json").read_text())
+            config, command = saved["config"], saved.get("command", "")
+        elif (out / "data.npz").is_file():
+            meta = load_data(out / "data.npz")[1]
+            config, command = meta["config"], meta.get("command", "")
+        else:
+            raise ValueError(f"{folder} holds no stopped tribute fit to resume (no "
+                             f"{GATHER}/settings.json or data.npz)")
+        cfg = config_from_dict({**config, "out": str(out), "command": command})
+    except (OSError, KeyError, TypeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{out / GATHER / 'settings.json'} is not a tribute fit's settings: "
+                         f"{exc}") from None
+    changed = [f"--{name.replace('_', '-')} {getattr(parsed, name)!r} (saved: "
+               f"{getattr(cfg, name)!r})" for name in sorted(given - set(RESUME_MAY_CHANGE))
+               if name != "out" and getattr(parsed, name) != getattr(cfg, name)]
+    if "out" in given and Path(parsed.out) != out:
+        changed.append(f"--out {parsed.out} (the fit resumed is in {folder})")
+    if changed:
+        raise ValueError(f"cannot resume {folder} with other settings: {'; '.join(changed)}; "
+                         "omit them to resume with the saved ones")
+    for name in RESUME_MAY_CHANGE:
+        if name in given:
+            setattr(cfg, name, getattr(parsed, name))
+    cfg.validate()
+    return cfg
 
 
 def config_from_dict(data: dict[str, Any]) -> TributeFitConfig:
@@ -713,15 +869,25 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     prog = prog or "python -m dragons_egg.experiments.research.tribute.fit"
     # before parsing: tyro parses (train), the batched engine gathers (vector), tqdm and plots
     require_cli(prog, "train")
-    cfg, data = parse_args(argv, prog)
+    try:
+        cfg, data, resume = parse_args(argv, prog)
+    except ValueError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
     if not cfg.command:
         cfg.command = f"{prog} " + " ".join(
             sys.argv[1:] if argv is None else argv)
     try:
-        fit(cfg, data)
+        fit(cfg, data, resume)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        saved = len(list((Path(cfg.out) / GATHER).glob("batch_*.npz")))
+        print(f"{prog}: interrupted; {saved} batch(es) of states are saved in "
+              f"{Path(cfg.out) / GATHER}; resume with: {prog} --resume "
+              f"{shlex.quote(str(cfg.out))}", file=sys.stderr)
+        return 130
     return 0
 
 
@@ -731,4 +897,5 @@ if __name__ == "__main__":
 
 __all__ = ["TributeFitConfig", "fit", "gather", "gather_states", "counterfactual_values",
            "features", "design", "solve", "fitted_policy", "evaluate", "load_data",
-           "concat_chunks", "interval", "main"]
+           "concat_chunks", "interval", "save_batch", "load_batches", "resume_settings",
+           "main"]

@@ -195,3 +195,62 @@ def test_action_classes_join_suits_and_dragon_cards_only():
     gives = np.array([GIVE_BASE + 8, GIVE_BASE + 9, GIVE_BASE + 44, GIVE_BASE + 41])
     g = cf.action_classes(gives)
     assert g[0] == g[1] and len({g[0], g[2], g[3]}) == 3  # the Egg is a class of its own
+
+
+def test_a_stopped_gather_keeps_its_batches_and_resumes_to_the_same_fit(tmp_path, capsys,
+                                                                         monkeypatch):
+    base = small_policy(tmp_path / "p.npz", seconds=100.0)
+    args = ["--policy", str(base), "--chunks", "4", "--states-per-chunk", "3", "--seed", "5",
+            "--workers", "1", "--table-sizes", "3", "4", "--size-weights", "1", "1",
+            "--holdout", "0.25", "--no-progress"]
+    assert T.main(args + ["--out", str(tmp_path / "whole")]) == 0
+    whole = load_policy_file(tmp_path / "whole" / "policy.npz")
+    assert not (tmp_path / "whole" / T.GATHER).exists()  # data.npz holds the batches
+    # Ctrl-C as the second batch is saved: the two batches stay on disk, nothing else is
+    # written, and the message says how to resume
+    out = tmp_path / "stopped"
+    save = T.save_batch
+
+    def save_then_stop(folder, k, batch, seconds, cfg):
+        path = save(folder, k, batch, seconds, cfg)
+        if k == 1:
+            raise KeyboardInterrupt
+        return path
+
+    monkeypatch.setattr(T, "save_batch", save_then_stop)
+    assert T.main(args + ["--out", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert "2 batch(es) of states are saved" in err and f"--resume {out}" in err
+    monkeypatch.setattr(T, "save_batch", save)
+    assert sorted(p.name for p in (out / T.GATHER).iterdir()) == [
+        "batch_00000.npz", "batch_00001.npz", "settings.json"]
+    assert not (out / "policy.npz").exists() and not (out / "data.npz").exists()
+    first = (out / T.GATHER / "batch_00000.npz").read_bytes()
+    # a rerun there is refused, naming --resume; so is a resume with other settings
+    assert T.main(args + ["--out", str(out)]) == 2
+    assert f"continue it with --resume {out}" in capsys.readouterr().err
+    assert T.main(["--resume", str(out), "--seed", "6"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot resume" in err and "--seed 6 (saved: 5)" in err
+    assert (out / T.GATHER / "batch_00000.npz").read_bytes() == first
+    # a damaged batch is refused by name, before any gathering
+    (out / T.GATHER / "batch_00001.npz").write_bytes(b"not a zip")
+    assert T.main(["--resume", str(out), "--no-progress"]) == 2
+    assert "batch_00001.npz is not readable" in capsys.readouterr().err
+    # the resume gathers batches 2 and 3 only and fits exactly what the whole run fitted
+    monkeypatch.setattr(T, "save_batch", save_then_stop)
+    assert T.main(args + ["--out", str(tmp_path / "again")]) == 130
+    monkeypatch.setattr(T, "save_batch", save)
+    capsys.readouterr()
+    assert T.main(["--resume", str(tmp_path / "again"), "--workers", "1", "--no-progress"]) == 0
+    again = load_policy_file(tmp_path / "again" / "policy.npz")
+    np.testing.assert_array_equal(again.pi_counts, whole.pi_counts)
+    info = json.loads((tmp_path / "again" / "summary.json").read_text())
+    assert info["states"] == 9 and info["held_out_states"] == 3
+    assert not (tmp_path / "again" / T.GATHER).exists()
+    prov = json.loads((tmp_path / "again" / "policy.json").read_text())
+    assert "--seed 5" in prov["command"]  # the command that started the gather
+    assert T.main(["--resume", str(tmp_path / "again")]) == 2
+    assert "is finished" in capsys.readouterr().err
+    assert T.main(["--resume", str(tmp_path / "nothing")]) == 2
+    assert "holds no stopped tribute fit" in capsys.readouterr().err
