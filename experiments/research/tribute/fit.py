@@ -34,9 +34,8 @@ measures it instead, on duplicate deals:
    ``scale * (Q(s, a) - mean Q(s, .))`` in the give phase, over every legal action of every
    state. Play logits do not change at all: the new policy plays exactly as the old one. Greedy
    in ``Q`` of the heuristic's continuation is one step of policy improvement over the
-   heuristic's tribute (Bertsekas' rollout), as far as the model can represent it. (A ridge fit
-   of every tribute column on the last hidden layer, 256 weights each, was tried first: it
-   fitted the training states and did no better than the old policy on held-out ones.)
+   heuristic's tribute (Bertsekas' rollout), as far as the model can represent it (what else
+   was tried, and what each fit measured: ``docs/training.md``).
 
 A share ``holdout`` of the states is kept out of the fit and scores it: the mean ``Q`` of the
 fitted policy's choice, of the heuristic's, of the old policy's, of the best choice (an oracle
