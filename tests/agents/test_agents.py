@@ -321,6 +321,23 @@ def test_sampled_world_is_consistent_with_what_the_player_knows(n, flags, seeds)
     assert checked > 100
 
 
+def test_at_two_players_every_sampled_world_is_the_true_one():
+    """R4 deals every card, so at 2 players the opponent holds exactly the cards that are
+    neither in the observer's hand nor played: the game has no hidden information there, and
+    ISMCTS searches the true state."""
+    rng = random.Random(0)
+    checked = 0
+    for env, _agent, obs in _random_states(2, 3, range(6), {}):
+        s = env.engine_state
+        me = s.current
+        view = decode_observation(obs["observation"], num_rounds=env.config.num_rounds)
+        for _ in range(3):
+            world = sample_world(view, env.config, rng)  # the observer at seat 0
+            assert world.hands == [s.hands[me], s.hands[1 - me]]
+        checked += 1
+    assert checked > 20
+
+
 def test_sampler_never_uses_a_hidden_cards_true_location():
     """Shuffling the other players' hidden cards changes nothing the sampler produces, and
     over many samples a hidden card lands with every opponent, not just its true holder."""
