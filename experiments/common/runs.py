@@ -1,15 +1,17 @@
 """Run folders, shared by every trainer: a folder holds one run, never two mixed and never one
 overwritten unless told (:func:`claim_run_dir`); resuming a run in its folder with its saved
 settings and the changes recorded (:func:`resumed_settings`, ``config_history.json``); Ctrl-C
-held off during an update and turned into a checkpoint (:class:`HeldInterrupts`,
-:class:`RunInterrupted`); and what a run writes, the same for every trainer
-(:class:`RunOutput`): the evaluations in ``eval.csv``, the learning curve and TensorBoard's
-scalars."""
+(and SIGTERM, :func:`stops_on_sigterm`) held off during an update and turned into a
+checkpoint (:class:`HeldInterrupts`, :class:`RunInterrupted`); and what a run writes, the
+same for every trainer (:class:`RunOutput`): the evaluations in ``eval.csv``, the learning
+curve and TensorBoard's scalars."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -18,7 +20,7 @@ import shutil
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -208,45 +210,111 @@ OVERWRITE_HELP = ("start the run even where the run folder holds one: its files 
 # ---------------------------------------------------------------------------------------
 # Ctrl-C: the trainer saves a checkpoint and says how to resume.
 
+#: The signals that stop a long command as Ctrl-C does: SIGINT, and SIGTERM once
+#: :func:`stops_on_sigterm` has made it raise ``KeyboardInterrupt`` (the stop a scheduler
+#: sends: SLURM's preemption, ``kill``, ``docker stop``, ``timeout``).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _signal_name(signum: int) -> str:
+    return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+
+
+#: The process that installed :func:`_sigterm` (a worker forked from it inherits the handler).
+_SIGTERM_OWNER = [0]
+
+
+def _sigterm(signum: int, frame: Any) -> None:
+    if os.getpid() != _SIGTERM_OWNER[0]:  # a forked worker: SIGTERM ends it, as by default
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Within: SIGTERM raises ``KeyboardInterrupt`` in the main thread, as Ctrl-C does, so a
+    long command stopped by a scheduler saves what it has finished and says how to resume
+    (exit status 130) instead of dying at once; a worker process forked meanwhile still ends
+    on SIGTERM (a pool stops its workers so). Only in the main thread, and only where SIGTERM
+    has its default action; the handler before is given back after."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    _SIGTERM_OWNER[0] = os.getpid()
+    signal.signal(signal.SIGTERM, _sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def stops_on_sigterm(main: Callable[..., int]) -> Callable[..., int]:
+    """A command's ``main`` run within :func:`sigterm_interrupts`: SIGTERM stops it as Ctrl-C
+    does."""
+    @functools.wraps(main)
+    def wrapped(*args: Any, **kwargs: Any) -> int:
+        with sigterm_interrupts():
+            return main(*args, **kwargs)
+    return wrapped
+
+
+@contextlib.contextmanager
+def sigterm_kept() -> Iterator[None]:
+    """Within: code that installs a SIGTERM handler of its own (``ray.init`` installs one that
+    exits at once) does not replace :func:`sigterm_interrupts`'s, which is put back after."""
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if before is _sigterm and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, _sigterm)
+
+
 class HeldInterrupts:
-    """Ctrl-C (SIGINT) held off while a step that must not be cut runs (an update: weights
-    half changed, samples not counted): :meth:`start` holds, :meth:`stop` lets go, raising
-    the ``KeyboardInterrupt`` that came meanwhile, where the trainer's state is whole again.
-    The first Ctrl-C while held says so; a second one stops at once, and :attr:`torn` says the
-    state is then not fit to save. Only in the main thread (signals are delivered there);
-    elsewhere, or where SIGINT is ignored, it does nothing."""
+    """Ctrl-C (SIGINT, and SIGTERM within :func:`sigterm_interrupts`) held off while a step
+    that must not be cut runs (an update: weights half changed, samples not counted):
+    :meth:`start` holds, :meth:`stop` lets go, raising the ``KeyboardInterrupt`` that came
+    meanwhile, where the trainer's state is whole again. The first stop signal while held
+    says so; a second one stops at once, and :attr:`torn` says the state is then not fit to
+    save. Only in the main thread (signals are delivered there); elsewhere, or for a signal
+    that is ignored or has its default action, it does nothing."""
 
     def __init__(self, what: str = "this update") -> None:
         self.what = what
-        #: A second Ctrl-C cut the held step: the state is not whole.
+        #: A second stop signal cut the held step: the state is not whole.
         self.torn = False
         self._pending = False
-        self._old: Any = None
+        self._old: dict[int, Any] = {}
 
     def start(self) -> None:
-        if self._old is not None or threading.current_thread() is not threading.main_thread():
+        if self._old or threading.current_thread() is not threading.main_thread():
             return
-        old = signal.getsignal(signal.SIGINT)
-        if old is signal.SIG_IGN:
-            return
-        self._old = old if old is not None else signal.default_int_handler
         self._pending = False
-        signal.signal(signal.SIGINT, self._handler)
+        for sig in STOP_SIGNALS:
+            old = signal.getsignal(sig)
+            if old in (signal.SIG_IGN, signal.SIG_DFL):
+                continue
+            self._old[sig] = old if old is not None else signal.default_int_handler
+            signal.signal(sig, self._handler)
 
     def _handler(self, signum: int, frame: Any) -> None:
+        name = _signal_name(signum)
         if self._pending:
             self.torn = True
             self.release()
             raise KeyboardInterrupt
         self._pending = True
-        print(f"Ctrl-C: saving a checkpoint after {self.what} (Ctrl-C again stops at once, "
+        print(f"{name}: saving a checkpoint after {self.what} ({name} again stops at once, "
               "without saving)", file=sys.stderr, flush=True)
 
     def release(self) -> None:
-        """Let go without raising (a held Ctrl-C is forgotten)."""
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
-            self._old = None
+        """Let go without raising (a held stop signal is forgotten)."""
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        self._old = {}
 
     def stop(self) -> None:
         """Let go; a Ctrl-C that came while held is raised here."""

@@ -67,6 +67,7 @@ from dragons_egg.agents.base import Agent
 from dragons_egg.agents.heuristic import HeuristicAgent
 from dragons_egg.agents.runner import play_match
 from dragons_egg.experiments.common.args import int_range
+from dragons_egg.experiments.common.runs import stops_on_sigterm
 from dragons_egg.experiments.evaluation.tournament import bootstrap, deal_sequence, derive
 from dragons_egg.experiments.evaluation.tournament.output import OutputError, check_out_dir
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, PASS
@@ -718,6 +719,7 @@ def finish(settings: dict[str, Any], out: Path, done: dict[tuple[int, int], dict
     return text
 
 
+@stops_on_sigterm
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     p = argparse.ArgumentParser(
         prog=prog or "python -m dragons_egg.experiments.evaluation.tribute",

@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from dragons_egg.experiments.common.runs import sigterm_kept
+
 #: Seed offset between collectors: collector ``k`` seeds its engines with ``seed + updates +
 #: k * COLLECTOR_STRIDE`` (collector 0 is the in-process trainer's collector).
 COLLECTOR_STRIDE = 1_000_003
@@ -184,7 +186,8 @@ class RayCollection:
             # a private instance has room for every collector (one CPU each), even past the
             # machine's cores, so that none waits for a slot that never frees
             cpus = max(os.cpu_count() or 1, n)
-            ray.init(**ray_init_kwargs(address or None, None if address else cpus))
+            with sigterm_kept():  # ray.init's own handler would exit without a checkpoint
+                ray.init(**ray_init_kwargs(address or None, None if address else cpus))
         worker = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=0)(CollectorWorker)
         self.actors = [worker.options(scheduling_strategy="SPREAD").remote(config, k, updates,
                                                                            True)

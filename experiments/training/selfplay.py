@@ -61,6 +61,7 @@ from dragons_egg.experiments.common.runs import (
     resume_entry,
     resumed_settings,
     start_entry,
+    stops_on_sigterm,
     write_run_config,
 )
 from dragons_egg.experiments.common.settings import (
@@ -1507,6 +1508,7 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> Traine
                            trust_help=TRUST_HELP, resumed=_resumed)
 
 
+@stops_on_sigterm
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line (``dragons-egg train``, or this module run with ``python -m``);
     ``prog`` is the command named in help, errors and the line that says how to resume."""

@@ -65,6 +65,7 @@ from dragons_egg.experiments.common.runs import (
     resume_entry,
     resumed_settings,
     start_entry,
+    stops_on_sigterm,
     write_run_config,
 )
 from dragons_egg.experiments.common.settings import (
@@ -611,6 +612,7 @@ def _next(now: int, every: int) -> int:
     return 0 if not every else (now // every + 1) * every
 
 
+@stops_on_sigterm
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line (``dragons-egg train-sb3``, or this module run with ``python -m``);
     ``prog`` is the command named in help, errors and the line that says how to resume."""

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dragons_egg.agents import AgentSpecError
 from dragons_egg.experiments.common.args import int_range, positive_float, rule_flag, table_size
+from dragons_egg.experiments.common.runs import stops_on_sigterm
 from dragons_egg_env.config import ConfigError
 from dragons_egg_env.extras import require_cli
 
@@ -173,6 +174,7 @@ def run_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     return 0
 
 
+@stops_on_sigterm
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dragons_egg.experiments.evaluation.tournament",
                                      description="Duplicate-deal tournament between agents.")

@@ -75,7 +75,12 @@ from dragons_egg.agents.heads import (
     tribute_context,
     tribute_row,
 )
-from dragons_egg.experiments.common.runs import claim_output, listing, run_files
+from dragons_egg.experiments.common.runs import (
+    claim_output,
+    listing,
+    run_files,
+    stops_on_sigterm,
+)
 from dragons_egg.experiments.common.settings import parse_config_cli, validated
 from dragons_egg.experiments.training import counterfactual as cf
 from dragons_egg.experiments.training.counterfactual import (
@@ -864,6 +869,7 @@ def config_from_dict(data: dict[str, Any]) -> TributeFitConfig:
     return TributeFitConfig(**data)
 
 
+@stops_on_sigterm
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     prog = prog or "python -m dragons_egg.experiments.research.tribute.fit"
     # before parsing: tyro parses (train), the batched engine gathers (vector), tqdm and plots

@@ -205,9 +205,10 @@ def test_ctrl_c_keeps_the_finished_matches_and_resume_gives_the_uninterrupted_su
     assert TIMING_LINE in report
 
 
-def test_sigint_to_a_parallel_run_then_resume(tmp_path):
-    """A real Ctrl-C (SIGINT) to the command with 2 workers, then --resume with 1 worker: the
-    summary of an uninterrupted run, byte for byte."""
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_sigint_to_a_parallel_run_then_resume(sig, tmp_path):
+    """A real Ctrl-C (SIGINT), or a scheduler's SIGTERM, to the command with 2 workers, then
+    --resume with 1 worker: the summary of an uninterrupted run, byte for byte."""
     out, full = tmp_path / "t", tmp_path / "full"
     args = ["heuristic", "random", "--players", "4", "--matches", "240", "--rounds", "1",
             "--seed", "11", "--bootstrap", "100", "--no-progress"]
@@ -220,7 +221,7 @@ def test_sigint_to_a_parallel_run_then_resume(tmp_path):
         if results.exists() and len(results.read_text().splitlines()) >= 10:
             break
         time.sleep(0.02)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert "Traceback" not in err

@@ -1,7 +1,11 @@
 """The counterfactual tribute fit (``dragons_egg.experiments.research.tribute.fit``); the policy-file
 heads it writes are tested in tests/agents/test_heads.py."""
 
+import functools
 import json
+import os
+import signal
+import time
 
 import numpy as np
 import pytest
@@ -206,19 +210,23 @@ def test_a_stopped_gather_keeps_its_batches_and_resumes_to_the_same_fit(tmp_path
     assert T.main(args + ["--out", str(tmp_path / "whole")]) == 0
     whole = load_policy_file(tmp_path / "whole" / "policy.npz")
     assert not (tmp_path / "whole" / T.GATHER).exists()  # data.npz holds the batches
-    # Ctrl-C as the second batch is saved: the two batches stay on disk, nothing else is
-    # written, and the message says how to resume
+    # a scheduler's SIGTERM as the second batch is saved (as Ctrl-C): the two batches stay on
+    # disk, nothing else is written, and the message says how to resume
     out = tmp_path / "stopped"
     save = T.save_batch
 
-    def save_then_stop(folder, k, batch, seconds, cfg):
+    def save_then_stop(folder, k, batch, seconds, cfg, sig=None):
         path = save(folder, k, batch, seconds, cfg)
         if k == 1:
-            raise KeyboardInterrupt
+            if sig is None:
+                raise KeyboardInterrupt
+            os.kill(os.getpid(), sig)
+            time.sleep(5)  # the handler raises KeyboardInterrupt here
         return path
 
-    monkeypatch.setattr(T, "save_batch", save_then_stop)
+    monkeypatch.setattr(T, "save_batch", functools.partial(save_then_stop, sig=signal.SIGTERM))
     assert T.main(args + ["--out", str(out)]) == 130
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # given back
     err = capsys.readouterr().err
     assert "2 batch(es) of states are saved" in err and f"--resume {out}" in err
     monkeypatch.setattr(T, "save_batch", save)

@@ -196,19 +196,21 @@ def test_a_resumed_run_writes_one_row_per_sample_count(tmp_path, monkeypatch, ca
 # ---------------------------------------------------------------------------------------
 # Ctrl-C.
 
-def test_ctrl_c_during_an_update_saves_after_it(tmp_path, monkeypatch, capsys):
-    """The update Ctrl-C lands in ends (its samples counted) before the checkpoint is saved;
-    the checkpoint holds the weights after it."""
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_during_an_update_saves_after_it(sig, tmp_path, monkeypatch, capsys):
+    """The update Ctrl-C (or a scheduler's SIGTERM, within ``sigterm_interrupts``) lands in
+    ends (its samples counted) before the checkpoint is saved; the checkpoint holds the
+    weights after it."""
     run = Run(tiny(tmp_path, total_samples=10**6))
     real = selfplay.Learner.update
-    handler = signal.getsignal(signal.SIGINT)
+    handlers = {s: signal.getsignal(s) for s in runs.STOP_SIGNALS}
 
     def update(self, ro, adv):
         if run.updates == 1:
-            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C in the middle of the update
+            os.kill(os.getpid(), sig)  # in the middle of the update
         return real(self, ro, adv)
     monkeypatch.setattr(selfplay.Learner, "update", update)
-    with pytest.raises(KeyboardInterrupt) as info:
+    with pytest.raises(KeyboardInterrupt) as info, runs.sigterm_interrupts():
         run.train()
     exc = info.value
     assert isinstance(exc, RunInterrupted)
@@ -218,9 +220,41 @@ def test_ctrl_c_during_an_update_saves_after_it(tmp_path, monkeypatch, capsys):
     assert (state["samples"], state["updates"]) == (288, 2)
     for name, value in run.learner.model.state_dict().items():
         assert (state["model"][name] == value).all(), name
-    assert "Ctrl-C: saving a checkpoint after this update" in capsys.readouterr().err
-    assert signal.getsignal(signal.SIGINT) is handler  # given back
+    name = "Ctrl-C" if sig == signal.SIGINT else "SIGTERM"
+    assert f"{name}: saving a checkpoint after this update" in capsys.readouterr().err
+    assert {s: signal.getsignal(s) for s in runs.STOP_SIGNALS} == handlers  # given back
     assert exc.line("prog").endswith(f"resume with: prog --resume {exc.checkpoint}")
+
+
+def test_sigterm_stops_as_ctrl_c_only_where_asked():
+    """Outside ``sigterm_interrupts`` SIGTERM keeps its default action (the process ends);
+    within, it raises KeyboardInterrupt, and a handler installed meanwhile by code such as
+    ``ray.init`` (one that exits at once) is replaced again by ``sigterm_kept``."""
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    with runs.sigterm_interrupts():
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)  # the handler runs between bytecodes
+        with runs.sigterm_kept():
+            signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)
+        # a worker forked meanwhile (a tournament pool's) still ends on SIGTERM
+        child = os.fork()
+        if child == 0:
+            try:
+                time.sleep(30)
+            finally:
+                os._exit(3)
+        time.sleep(0.2)
+        os.kill(child, signal.SIGTERM)
+        _, status = os.waitpid(child, 0)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    with runs.sigterm_kept():  # outside: nothing to keep, nothing changed
+        pass
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
 def test_a_second_ctrl_c_stops_at_once_without_saving(tmp_path, monkeypatch):
@@ -266,11 +300,13 @@ def _wait_for_rows(proc, path, rows, timeout=300):
     pytest.fail("the run did not evaluate in time")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL],
+                         ids=["SIGINT", "SIGTERM", "SIGKILL"])
 def test_a_selfplay_run_interrupted_and_resumed_keeps_its_plan(sig, tmp_path, monkeypatch):
-    """Interrupted by Ctrl-C (status 130, one line: where it saved and the resume command)
-    or killed (resumed from its last checkpoint), the resumed run has one eval.csv row per
-    evaluation point and trains exactly the run plan's samples."""
+    """Interrupted by Ctrl-C or by SIGTERM to its whole process group (a scheduler's stop;
+    status 130, one line: where it saved and the resume command) or killed (resumed from its
+    last checkpoint), the resumed run has one eval.csv row per evaluation point and trains
+    exactly the run plan's samples."""
     total, every = 144 * 60, 576
     args = SP + ["--total-samples", str(total), "--eval-every", str(every),
                  "--checkpoint-every", str(2 * every), "--out-dir", "runs", "--run-name", "x"]
@@ -280,7 +316,7 @@ def test_a_selfplay_run_interrupted_and_resumed_keeps_its_plan(sig, tmp_path, mo
     os.killpg(proc.pid, sig)
     err = proc.communicate(timeout=300)[1]
     monkeypatch.chdir(tmp_path)
-    if sig == signal.SIGINT:
+    if sig != signal.SIGKILL:
         assert proc.returncode == 130, err
         assert "Traceback" not in err
         last = err.strip().splitlines()[-1]
