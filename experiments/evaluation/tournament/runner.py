@@ -193,15 +193,27 @@ def run_matches(tc: TournamentConfig, progress: bool = True,
     return sorted(take.results, key=match_key)
 
 
+#: Seconds of play a worker's batch of matches aims at: long enough that handing out matches
+#: costs little next to playing them, short enough that the bar moves and a stop loses
+#: little (a batch that is being played when the run stops is played again on resume).
+CHUNK_SECONDS = 2.0
+
+
 def _run_parallel(tc: TournamentConfig, tasks: list[tuple[int, int]], method: str,
                   take: _Collector) -> None:
+    """Play ``tasks`` on ``tc.workers`` processes, in batches sized as they go: the first
+    batches are one match each, the next ones as many matches as fill about
+    :data:`CHUNK_SECONDS` at the pace measured so far (at most a twentieth of a worker's
+    share), with two batches a worker in flight."""
+    import collections
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
     check_importable(tc, method)
-    chunk = max(1, len(tasks) // (tc.workers * 20))
-    chunks = [tasks[i:i + chunk] for i in range(0, len(tasks), chunk)]
+    most = max(1, len(tasks) // (tc.workers * 20))
+    queue = collections.deque(tasks)
+    size = 1  # matches a batch, from the pace measured so far
     # A broken worker (one that cannot unpickle the config, or that dies) fails the run
     # instead of hanging it, as it would with multiprocessing.Pool.
     ex = ProcessPoolExecutor(tc.workers, mp_context=mp.get_context(method),
@@ -209,19 +221,30 @@ def _run_parallel(tc: TournamentConfig, tasks: list[tuple[int, int]], method: st
                              initargs=(tc, worker_registrations(tc)))
     procs: dict[int, Any] = {}  # every worker started, for the cause of a death
     futures: list[Future[list[dict[str, Any]]]] = []
+    pending: set[Future[list[dict[str, Any]]]] = set()
     taken: set[int] = set()
     broken = False
+
+    def fill() -> None:
+        while queue and len(pending) < 2 * tc.workers:
+            chunk = [queue.popleft() for _ in range(min(size, len(queue)))]
+            futures.append(ex.submit(_play_chunk, chunk))
+            pending.add(futures[-1])
+
     try:
-        futures = [ex.submit(_play_chunk, c) for c in chunks]
-        pending = set(futures)
+        fill()
         while pending:
             procs.update(getattr(ex, "_processes", None) or {})
-            # FIRST_COMPLETED: the bar moves with every chunk; a failed chunk raises in
+            # FIRST_COMPLETED: the bar moves with every batch; a failed batch raises in
             # fut.result() below and stops the rest at once.
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
                 taken.add(id(fut))
-                take(fut.result())
+                results = fut.result()
+                take(results)
+                pace = sum(r["seconds"] for r in results) / max(len(results), 1)
+                size = min(most, max(1, int(CHUNK_SECONDS / max(pace, 1e-6))))
+            fill()
     except BrokenProcessPool:
         broken = True
     except BaseException:  # an agent's error, Ctrl-C: stop now, not after the queued work

@@ -10,6 +10,7 @@ from dragons_egg.experiments.evaluation.tournament import (
     main,
     run_matches,
     run_tournament,
+    runner,
     summarize,
 )
 from dragons_egg.experiments.evaluation.tournament.runner import TIMING_KEYS
@@ -61,6 +62,31 @@ def test_same_seed_same_results_any_worker_count():
     strip = lambda rs: [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in rs]  # noqa
     assert strip(r1) == strip(r2)
     assert strip(r1) != strip(run_matches(small(seed=4), progress=False))
+
+
+def test_workers_take_matches_in_batches_sized_by_their_pace(monkeypatch):
+    """The first batches are one match each (the bar moves, and a stop loses little, however
+    slow the agents); fast matches then go out in batches of up to a twentieth of a worker's
+    share; a pace of more than CHUNK_SECONDS a match keeps them one at a time. The results
+    are those of one worker either way."""
+    sizes = []
+    take = runner._Collector.__call__
+
+    def record(self, rs, may_stop=True):
+        sizes.append(len(rs))
+        return take(self, rs, may_stop)
+
+    monkeypatch.setattr(runner._Collector, "__call__", record)
+    tc = small(workers=2, matches=400, num_rounds=1)
+    fast = run_matches(tc, progress=False)
+    assert sizes[:4] == [1, 1, 1, 1] and max(sizes) == 400 // (2 * 20) and sum(sizes) == 400
+    sizes.clear()
+    monkeypatch.setattr(runner, "CHUNK_SECONDS", 0.0)  # as if every match took longer
+    slow = run_matches(tc, progress=False)
+    assert sizes == [1] * 400
+    strip = lambda rs: [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in rs]  # noqa
+    assert strip(fast) == strip(slow) == strip(run_matches(small(workers=1, matches=400,
+                                                                 num_rounds=1), progress=False))
 
 
 def test_statistics_on_known_results():
