@@ -264,9 +264,11 @@ def make_env_fn(cfg: TrainConfig, rank: int) -> Callable[[], Any]:
         if cfg.vec_env == "subproc":
             import signal
 
-            # in the env's own process: Ctrl-C is for the trainer, which saves a checkpoint
-            # and then closes the envs
+            # in the env's own process: Ctrl-C, or a scheduler's SIGTERM to every process of
+            # the job, is for the trainer, which saves a checkpoint and then closes the envs
+            # (they also end when the trainer's end of their pipe closes)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
         env = SingleAgentEnv(opponents=[AgentSpec(s) for s in cfg.opponents],
                              table_sizes=cfg.table_sizes,

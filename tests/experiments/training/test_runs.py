@@ -457,9 +457,12 @@ def test_sb3_a_killed_run_resumes_from_its_last_checkpoint_to_its_plan(
     _sb3_rows_and_plan(sb3, run, total, every)
 
 
-def test_sb3_ctrl_c_to_the_whole_process_group_with_env_processes(sb3, tmp_path, monkeypatch):
-    """A terminal's Ctrl-C reaches the env processes too (``--vec-env subproc``): they leave
-    it to the trainer, which saves, closes them and exits with status 130 in one line."""
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_sb3_ctrl_c_to_the_whole_process_group_with_env_processes(sig, sb3, tmp_path,
+                                                                   monkeypatch):
+    """A terminal's Ctrl-C, or a scheduler's SIGTERM, reaches the env processes too
+    (``--vec-env subproc``): they leave it to the trainer, which saves, closes them and exits
+    with status 130 in one line."""
     total, every = 2048, 512
     args = PPO + ["--total-timesteps", str(total), "--eval-every", str(every),
                   "--snapshot-every", "0", "--checkpoint-every", "0", "--vec-env", "subproc",
@@ -467,7 +470,7 @@ def test_sb3_ctrl_c_to_the_whole_process_group_with_env_processes(sb3, tmp_path,
     run = tmp_path / "runs" / "s"
     proc = _launch(PPO_MODULE, args, tmp_path)
     _wait_for_rows(proc, run / "eval.csv", 1)
-    os.killpg(proc.pid, signal.SIGINT)
+    os.killpg(proc.pid, sig)
     err = proc.communicate(timeout=300)[1]
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
