@@ -543,7 +543,7 @@ def evaluate(old, new, chunks: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-#: Settings the gathered states do not depend on (nor, but ``workers``, their order).
+#: Settings that do not change what a batch holds, nor the order of the batches.
 NOT_IN_STATES = ("out", "overwrite", "workers", "progress")
 #: The folder of a fit's output that holds its batches as each is gathered (``batch_*.npz``,
 #: :func:`save_batch`) and its settings (``settings.json``), until ``data.npz`` holds them all.
