@@ -29,6 +29,7 @@ from pathlib import Path
 
 from dragons_egg.agents.ppo import PREVIOUS, SHIPPED
 from dragons_egg.experiments.common.args import int_range
+from dragons_egg.experiments.common.runs import stops_on_sigterm
 from dragons_egg.experiments.evaluation.tournament import (
     Entrant,
     OutputError,
@@ -114,6 +115,7 @@ def fresh_out(base: Path = DEFAULT_OUT) -> Path:
     return out
 
 
+@stops_on_sigterm
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     p = argparse.ArgumentParser(prog=prog or "python -m dragons_egg.experiments.cli.main_job",
                                 description="Train briefly, run a tournament, write a report.")
@@ -145,6 +147,16 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     if args.out is None and out != DEFAULT_OUT:
         print(f"{DEFAULT_OUT} holds an earlier main job: this one writes to {out}",
               file=sys.stderr, flush=True)
+    try:
+        return _job(args, out)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM: what was done stays in ``out``
+        print(f"{p.prog}: interrupted; what was done is in {out}; run it again with --out "
+              f"{out} --overwrite, or in a new folder", file=sys.stderr, flush=True)
+        return 130
+
+
+def _job(args: argparse.Namespace, out: Path) -> int:
+    """Train, play the tournament and write the report in ``out``."""
     t0 = time.time()
 
     print(f"[1/3] training a fresh agent for {args.samples:,} samples (batched self-play)",

@@ -57,3 +57,22 @@ def test_a_rerun_never_writes_over_an_earlier_main_job(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "holds an earlier main job's results" in err and "--overwrite" in err
     assert (tmp_path / "runs" / "main-2" / "report.md").read_text() == "earlier"
+
+
+def test_ctrl_c_is_one_line_naming_the_folder(tmp_path, capsys, monkeypatch):
+    """Ctrl-C (or SIGTERM) during the job: status 130 and one line saying where its files are
+    and how to run it again, not a traceback."""
+    from dragons_egg.experiments.cli import main_job
+
+    def stopped(samples, seed, out):
+        (out / "fresh").mkdir(parents=True)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(main_job, "train_fresh", stopped)
+    out = tmp_path / "main"
+    assert main(["--out", str(out), "--samples", "1"]) == 130
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].endswith(
+        f"interrupted; what was done is in {out}; run it again with --out {out} --overwrite, "
+        "or in a new folder")
