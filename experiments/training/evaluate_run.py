@@ -1,8 +1,7 @@
 """Evaluate the policies a self-play run saved against more opponents, after (or beside) it.
 
 ``python -m dragons_egg.experiments.training.evaluate_run RUN_DIR [--opponent ismcts] [--matches
-100]
-[--workers 1] [--seed 0]``
+100] [--players N] [--workers 1] [--seed 0]``
 
 The trainer exports its policy at every evaluation (``RUN_DIR/policies/policy_<samples>.npz``)
 and evaluates it in the loop against its ``eval_opponents`` (cheap ones: the heuristic). An
@@ -11,7 +10,9 @@ policies afterwards, or on the other core while the run goes on: each not yet ev
 against ``--opponent`` plays ``--matches`` duplicate matches in one seat against it in the
 others, like the in-loop evaluation. Rows go to ``RUN_DIR/eval_<opponent>.csv`` (samples,
 training seconds, mean score, difference to the opponent, 95% intervals, empty where the
-evaluation had fewer deal sequences than the tournament's minimum); the learning curve
+evaluation had fewer deal sequences than the tournament's minimum); ``--players N`` plays at
+another table size than the run's own evaluations (``RUN_DIR/eval_<opponent>-<N>p.csv``, its
+figures named ``...@<N>p``, drawn as their own curve); the learning curve
 ``RUN_DIR/learning_curve.png`` is redrawn with every opponent, against samples and against
 training wall time.
 """
@@ -48,28 +49,55 @@ def label(spec: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", spec).strip("-")
 
 
+def suffixed(row: dict[str, Any], opponent: str, players: int) -> dict[str, Any]:
+    """An evaluation row at another table size than the run's own evaluations: every figure
+    named with ``@<players>p`` (``diff_ismcts@2p``, ``diff_ismcts@2p_low``, ``mean_score@2p``),
+    so that its curve is drawn beside the others and no figure is mistaken for theirs."""
+    base = f"diff_{opponent}"
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if k in ("samples", "seconds"):
+            out[k] = v
+        elif k.startswith(base):
+            out[f"{base}@{players}p{k[len(base):]}"] = v
+        else:
+            out[f"{k}@{players}p"] = v
+    return out
+
+
 def evaluate_run(run_dir: Path, opponent: str, matches: int, workers: int, seed: int,
-                 progress: bool = True) -> list[dict[str, Any]]:
-    """Evaluate every saved policy of the run not yet evaluated against ``opponent``."""
+                 progress: bool = True, players: int | None = None) -> list[dict[str, Any]]:
+    """Evaluate every saved policy of the run not yet evaluated against ``opponent`` at
+    ``players`` seats (default: the run's ``eval_players``; another size goes to
+    ``eval_<opponent>-<players>p.csv``, its figures named by :func:`suffixed`)."""
     cfg_path = run_dir / "config.json"
     if not cfg_path.is_file():
         raise ValueError(f"{run_dir} is not a self-play run folder (no config.json)")
     run_cfg = json.loads(cfg_path.read_text())
+    own = run_cfg.get("eval_players", 4)
+    n = own if players is None else players
+    most = run_cfg.get("max_players", 8)
+    if not 2 <= n <= most:
+        raise ValueError(f"--players {n}: the run's policies play 2 to {most} players")
     seconds = {r["samples"]: r["seconds"] for r in read_eval_csv(run_dir / "eval.csv")}
-    out_csv = run_dir / f"eval_{label(opponent)}.csv"
+    out_csv = run_dir / (f"eval_{label(opponent)}.csv" if n == own
+                         else f"eval_{label(opponent)}-{n}p.csv")
     done = {r["samples"] for r in read_eval_csv(out_csv)}
     todo = [(s, p) for s, p in saved_policies(run_dir) if s not in done]
+    key = f"diff_{opponent}" if n == own else f"diff_{opponent}@{n}p"
     rows = []
     for k, (samples, path) in enumerate(todo, 1):
         row = {"samples": samples, "seconds": seconds.get(samples, float("nan")),
                **evaluate_agent(f"net:path={path}", [opponent], matches=matches, seed=seed,
-                                players=run_cfg.get("eval_players", 4),
-                                num_rounds=run_cfg.get("num_rounds", 3), workers=workers)}
+                                players=n, num_rounds=run_cfg.get("num_rounds", 3),
+                                workers=workers)}
+        if n != own:
+            row = suffixed(row, opponent, n)
         append_eval_csv(out_csv, row)
         rows.append(row)
         if progress:
-            print(f"[{k}/{len(todo)}] {samples:,} samples: {opponent} difference "
-                  f"{format_estimate(row, f'diff_{opponent}')}", file=sys.stderr, flush=True)
+            print(f"[{k}/{len(todo)}] {samples:,} samples: {opponent} difference at {n} "
+                  f"players {format_estimate(row, key)}", file=sys.stderr, flush=True)
     redraw_curve(run_dir)
     return rows
 
@@ -82,8 +110,11 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     p.add_argument("--opponent", default="ismcts", help="agent spec (default ismcts)")
     p.add_argument("--matches", type=int_range(1), default=100,
                    help="duplicate matches per policy (default 100)")
+    p.add_argument("--players", type=int_range(2, 8), default=None,
+                   help="table size (default: the run's eval_players; another size is "
+                   "written to eval_<opponent>-<N>p.csv and drawn as <opponent>@<N>p)")
     p.add_argument("--workers", type=int_range(1), default=1)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int_range(0), default=0)
     args = p.parse_args(argv)
     require_cli(p.prog, "experiments")  # ratings and the learning curve
     try:
@@ -91,7 +122,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     except AgentSpecError as exc:
         p.error(str(exc))
     try:
-        evaluate_run(Path(args.run_dir), args.opponent, args.matches, args.workers, args.seed)
+        evaluate_run(Path(args.run_dir), args.opponent, args.matches, args.workers, args.seed,
+                     players=args.players)
     except ValueError as exc:
         p.error(str(exc))
     return 0

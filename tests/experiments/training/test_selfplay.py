@@ -328,7 +328,7 @@ def test_saved_policies_are_evaluated_afterwards_once_each(tmp_path, capsys):
     from dragons_egg.experiments.training import evaluate_run as selfplay_eval
 
     cfg = tiny(tmp_path, total_samples=600, eval_every=300, eval_opponents=("random",),
-               eval_players=2, eval_matches=4, num_rounds=1, run_name="e")
+               eval_players=2, eval_matches=4, num_rounds=1, run_name="e", max_players=3)
     run = Run(cfg)
     run.train()
     saved = selfplay_eval.saved_policies(run.dir)
@@ -342,9 +342,25 @@ def test_saved_policies_are_evaluated_afterwards_once_each(tmp_path, capsys):
                and not math.isnan(r["diff_greedy"]) for r in rows)
     assert selfplay_eval.evaluate_run(run.dir, "greedy", 4, 1, 0) == []  # nothing left to do
     assert (run.dir / "learning_curve.png").stat().st_size > 0
+    # at another table size: its own file and figures, drawn beside the run's size
+    assert selfplay_eval.main([str(run.dir), "--opponent", "greedy", "--matches", "6",
+                               "--players", "3"]) == 0
+    rows3 = runs.read_eval_csv(run.dir / "eval_greedy-3p.csv")
+    assert [r["samples"] for r in rows3] == [s for s, _ in saved]
+    assert {"diff_greedy@3p", "diff_greedy@3p_low", "mean_score@3p"} <= set(rows3[0])
+    assert "diff_greedy" not in rows3[0]
+    assert [r["diff_greedy@3p"] for r in rows3] != [r["diff_greedy"] for r in rows]
+    merged = runs.merged_evals(run.dir)
+    assert all({"diff_greedy", "diff_greedy@3p"} <= set(r) for r in merged)
+    assert runs.read_eval_csv(run.dir / "eval_greedy.csv") == rows  # untouched
+    assert selfplay_eval.evaluate_run(run.dir, "greedy", 6, 1, 0, players=3) == []
+    with pytest.raises(ValueError, match="play 2 to 3 players"):  # the run's max_players
+        selfplay_eval.evaluate_run(run.dir, "greedy", 6, 1, 0, players=4)
     assert selfplay_eval.label("ismcts:iterations=400") == "ismcts-iterations-400"
     for argv, needle in (([str(tmp_path)], "not a self-play run folder"),
-                         ([str(run.dir), "--opponent", "nobody"], "unknown agent")):
+                         ([str(run.dir), "--opponent", "nobody"], "unknown agent"),
+                         ([str(run.dir), "--players", "9"], "--players"),
+                         ([str(run.dir), "--seed", "-1"], "--seed")):
         with pytest.raises(SystemExit) as exc:
             selfplay_eval.main(argv)
         assert exc.value.code == 2 and needle in capsys.readouterr().err
