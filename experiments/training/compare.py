@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from dragons_egg.experiments.common.args import int_range, positive_float
+from dragons_egg.experiments.common.runs import stops_on_sigterm
 from dragons_egg_env.extras import require_cli
 
 #: Self-play settings changed from the defaults, per variant.
@@ -51,6 +54,7 @@ SELFPLAY_VARIANTS: dict[str, dict[str, Any]] = {
 #: The Stable-Baselines3 variants (MaskablePPO, one learner seat).
 SB3_VARIANTS = ("sb3-vector", "sb3-train_ppo")
 VARIANTS = (*SELFPLAY_VARIANTS, *SB3_VARIANTS)
+DEFAULT_OUT = "results/selfplay-compare"
 
 
 class Budget:
@@ -168,13 +172,18 @@ def evaluate(spec: str, matches: int, seed: int) -> dict[str, Any]:
     return evaluate_agent(spec, ["heuristic"], players=4, matches=matches, seed=seed)
 
 
-def write_report(rows: list[dict[str, Any]], args: argparse.Namespace, out: Path) -> None:
+def write_report(rows: list[dict[str, Any]], args: argparse.Namespace, out: Path,
+                 planned: list[str] | None = None) -> None:
+    """``compare.json`` (the settings, the ``planned`` variants and the rows of those done, in
+    the order played), ``compare.md`` and ``compare.png``."""
     from dragons_egg.experiments.common.runs import json_ready
 
-    (out / "compare.json").write_text(json.dumps(json_ready(  # no interval (too few): null
+    tmp = out / "compare.json.tmp"
+    tmp.write_text(json.dumps(json_ready(  # no interval (too few): null
         {"seconds": args.seconds, "matches": args.matches, "seed": args.seed,
-         "command": "python -m dragons_egg.experiments.training.compare " + " ".join(sys.argv[1:]),
-         "variants": rows}), indent=1))
+         "command": getattr(args, "command", ""),
+         "planned": planned or [r["variant"] for r in rows], "variants": rows}), indent=1))
+    tmp.replace(out / "compare.json")
     lines = [f"Training budget {args.seconds:g} CPU s per variant; {args.matches} duplicate "
              "matches at 4 players against three `heuristic` players.", "",
              "| variant | samples | samples/CPU s | wall s | diff to heuristic | 95% interval |",
@@ -206,50 +215,98 @@ def write_report(rows: list[dict[str, Any]], args: argparse.Namespace, out: Path
     plt.close(fig)
 
 
+def _resumed(args: argparse.Namespace, p: argparse.ArgumentParser) -> list[dict[str, Any]]:
+    """``--resume DIR``: the settings and the finished variants of the comparison in DIR
+    (``compare.json``) put into ``args``; the variants done are returned."""
+    given = [f"--{k}" for k in ("seconds", "matches", "seed", "variants", "out")
+             if getattr(args, k) is not None] + ["--overwrite"] * args.overwrite
+    if given:
+        p.error(f"--resume takes the comparison's settings from {args.resume}/compare.json; "
+                f"drop {', '.join(given)}")
+    path = Path(args.resume) / "compare.json"
+    try:
+        saved = json.loads(path.read_text())
+        args.seconds, args.matches, args.seed = saved["seconds"], saved["matches"], saved["seed"]
+        # null in the JSON: an interval from too few deal sequences
+        rows = [{k: math.nan if v is None else v for k, v in r.items()}
+                for r in saved["variants"]]
+        done = {r["variant"] for r in rows}
+        planned = saved.get("planned", [r["variant"] for r in rows])
+        args.variants = ",".join(planned)
+        args.command = saved.get("command", "")
+    except FileNotFoundError:
+        p.error(f"{args.resume} holds no comparison to resume (no compare.json)")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        p.error(f"{path} is not a comparison's report: {exc!r}")
+    if done >= set(planned):
+        p.error(f"the comparison in {args.resume} is finished; nothing to resume")
+    args.out = args.resume
+    return rows
+
+
+@stops_on_sigterm
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     p = argparse.ArgumentParser(prog=prog or "python -m dragons_egg.experiments.training.compare",
                                 description=__doc__.split("\n\n")[0])
-    p.add_argument("--seconds", type=positive_float, default=300.0,
+    p.add_argument("--seconds", type=positive_float, default=None,
                    help="CPU seconds of training per variant (default 300)")
-    p.add_argument("--matches", type=int_range(1), default=400,
+    p.add_argument("--matches", type=int_range(1), default=None,
                    help="duplicate evaluation matches per variant (default 400)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the evaluation deals")
-    p.add_argument("--variants", default=",".join(VARIANTS),
-                   help=f"comma-separated subset of {', '.join(VARIANTS)}")
-    p.add_argument("--out", default="results/selfplay-compare",
+    p.add_argument("--seed", type=int_range(0), default=None,
+                   help="seed of the evaluation deals (default 0)")
+    p.add_argument("--variants", default=None,
+                   help=f"comma-separated subset of {', '.join(VARIANTS)} (default all)")
+    p.add_argument("--out", default=None,
                    help="output folder (default results/selfplay-compare); one that holds a "
-                   "comparison is refused unless --overwrite")
+                   "comparison is refused unless --overwrite (or --resume)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the comparison the --out folder holds (its report and models)")
+    p.add_argument("--resume", metavar="DIR", default=None,
+                   help="play the variants a stopped comparison in DIR has left, with its "
+                   "saved settings")
     args = p.parse_args(argv)
     require_cli(p.prog, "train")
+    from dragons_egg.experiments.common.runs import claim_output
     from dragons_egg.experiments.evaluation.versus import format_estimate
 
+    args.command = " ".join([p.prog, *map(shlex.quote, sys.argv[1:] if argv is None else argv)])
+
+    rows = _resumed(args, p) if args.resume is not None else []
+    for name, default in (("seconds", 300.0), ("matches", 400), ("seed", 0),
+                          ("variants", ",".join(VARIANTS)), ("out", DEFAULT_OUT)):
+        if getattr(args, name) is None:
+            setattr(args, name, default)
     names = [v for v in args.variants.split(",") if v]
     unknown = [v for v in names if v not in VARIANTS]
     if unknown or not names:
         p.error(f"unknown variant(s) {', '.join(unknown) or '(none given)'}; "
                 f"choose from {', '.join(VARIANTS)}")
-    from dragons_egg.experiments.common.runs import claim_output
-
     try:
-        out = claim_output(args.out, ("compare.*", "models"), overwrite=args.overwrite,
-                           what="comparison")
+        out = claim_output(args.out, () if args.resume else ("compare.*", "models"),
+                           overwrite=args.overwrite, what="comparison")
         (out / "models").mkdir(exist_ok=True)
     except (ValueError, OSError) as exc:
         p.error(f"--out: {exc}")
-    rows = []
-    for k, name in enumerate(names, 1):
-        print(f"[{k}/{len(names)}] {name}: training for {args.seconds:g} CPU s ...",
-              file=sys.stderr, flush=True)
-        spec, fig = run_variant(name, args.seconds, out / "models")
-        ev = evaluate(spec, args.matches, args.seed)
-        row = {"variant": name, **fig, **ev}
-        rows.append(row)
-        print(f"[{k}/{len(names)}] {name}: {fig['samples']:,} samples, "
-              f"{fig['samples'] / fig['cpu_seconds']:,.0f}/CPU s; diff to heuristic "
-              f"{format_estimate(ev, 'diff_heuristic')}", file=sys.stderr, flush=True)
-        write_report(rows, args, out)
+    done = {r["variant"] for r in rows}
+    try:
+        for k, name in enumerate(names, 1):
+            if name in done:
+                continue
+            print(f"[{k}/{len(names)}] {name}: training for {args.seconds:g} CPU s ...",
+                  file=sys.stderr, flush=True)
+            spec, fig = run_variant(name, args.seconds, out / "models")
+            ev = evaluate(spec, args.matches, args.seed)
+            row = {"variant": name, **fig, **ev}
+            rows.append(row)
+            print(f"[{k}/{len(names)}] {name}: {fig['samples']:,} samples, "
+                  f"{fig['samples'] / fig['cpu_seconds']:,.0f}/CPU s; diff to heuristic "
+                  f"{format_estimate(ev, 'diff_heuristic')}", file=sys.stderr, flush=True)
+            write_report(rows, args, out, names)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM: the variants done are in the report
+        print(f"{p.prog}: interrupted; {len(rows)} of {len(names)} variants are in "
+              f"{out / 'compare.json'}; resume with: {p.prog} --resume "
+              f"{shlex.quote(str(out))}", file=sys.stderr, flush=True)
+        return 130
     print((out / "compare.md").read_text())
     return 0
 

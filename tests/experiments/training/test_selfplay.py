@@ -324,6 +324,50 @@ def test_settings_comparison_reports_every_variant(tmp_path, capsys):
     assert (out / "compare.json").read_text() == before
 
 
+def test_a_stopped_comparison_keeps_its_variants_and_resumes(tmp_path, capsys, monkeypatch):
+    """Ctrl-C (or SIGTERM) during the second variant: the first stays in the report, one line
+    says how to resume, and --resume plays only the rest, with the saved settings."""
+    from dragons_egg.experiments.training import compare as selfplay_compare
+
+    out = tmp_path / "cmp"
+    real = selfplay_compare.run_variant
+    played = []
+
+    def run_variant(name, seconds, where):
+        played.append(name)
+        if name == "selfplay-epochs4" and len(played) == 2:
+            raise KeyboardInterrupt
+        return real(name, seconds, where)
+
+    monkeypatch.setattr(selfplay_compare, "run_variant", run_variant)
+    args = ["--seconds", "0.3", "--matches", "4", "--seed", "3", "--variants",
+            "selfplay-tribute4,selfplay-epochs4", "--out", str(out)]
+    assert selfplay_compare.main(args) == 130
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1].endswith(
+        f"interrupted; 1 of 2 variants are in {out / 'compare.json'}; resume with: "
+        f"python -m dragons_egg.experiments.training.compare --resume {out}")
+    first = json.loads((out / "compare.json").read_text())
+    assert [r["variant"] for r in first["variants"]] == ["selfplay-tribute4"]
+    assert first["planned"] == ["selfplay-tribute4", "selfplay-epochs4"]
+    with pytest.raises(SystemExit) as exc:  # its settings are the saved ones
+        selfplay_compare.main(["--resume", str(out), "--seconds", "1"])
+    assert exc.value.code == 2 and "drop --seconds" in capsys.readouterr().err
+    assert selfplay_compare.main(["--resume", str(out)]) == 0
+    assert played == ["selfplay-tribute4", "selfplay-epochs4", "selfplay-epochs4"]
+    data = json.loads((out / "compare.json").read_text())
+    assert [r["variant"] for r in data["variants"]] == ["selfplay-tribute4", "selfplay-epochs4"]
+    assert data["variants"][0] == first["variants"][0]
+    assert (data["seconds"], data["matches"], data["seed"]) == (0.3, 4, 3)
+    assert data["command"] == first["command"] and "--seed 3" in data["command"]
+    with pytest.raises(SystemExit) as exc:
+        selfplay_compare.main(["--resume", str(out)])
+    assert exc.value.code == 2 and "is finished" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        selfplay_compare.main(["--resume", str(tmp_path / "none")])
+    assert exc.value.code == 2 and "no comparison to resume" in capsys.readouterr().err
+
+
 def test_saved_policies_are_evaluated_afterwards_once_each(tmp_path, capsys):
     from dragons_egg.experiments.training import evaluate_run as selfplay_eval
 
