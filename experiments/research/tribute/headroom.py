@@ -31,8 +31,9 @@ of those values how much room the heuristic's rules H8/H9 leave, by cross-valida
 5. ``--export-policy BASE.npz`` writes ``OUT/policy.npz``: the base policy (the one the data
    was gathered with) whose give-back at ``--players`` seats is the pooled table over card
    group and count (a policy file with the heads ``tribute_by_size`` and ``gate``,
-   :func:`table_policy`); every other table size plays exactly as the base. The package's
-   ``ppo`` agent is such a file.
+   :func:`table_policy`); every other table size plays exactly as the base. The agent shipped
+   before the one the package holds now (``results/selfplay-shipped/v4/``) is such a file;
+   the package's ``ppo`` learned its tribute in the trainer (``docs/training.md``).
 
 So a learned tribute with these features can beat the heuristic by about the best held-out
 gain per decision, times the decisions per deal sequence; the tribute analysis needs deal
