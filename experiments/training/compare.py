@@ -175,7 +175,7 @@ def evaluate(spec: str, matches: int, seed: int) -> dict[str, Any]:
 def write_report(rows: list[dict[str, Any]], args: argparse.Namespace, out: Path,
                  planned: list[str] | None = None) -> None:
     """``compare.json`` (the settings, the ``planned`` variants and the rows of those done, in
-    the order played), ``compare.md`` and ``compare.png``."""
+    the order played), then, once a variant is done, ``compare.md`` and ``compare.png``."""
     from dragons_egg.experiments.common.runs import json_ready
 
     tmp = out / "compare.json.tmp"
@@ -184,6 +184,8 @@ def write_report(rows: list[dict[str, Any]], args: argparse.Namespace, out: Path
          "command": getattr(args, "command", ""),
          "planned": planned or [r["variant"] for r in rows], "variants": rows}), indent=1))
     tmp.replace(out / "compare.json")
+    if not rows:  # the plan alone, before the first variant: what --resume reads
+        return
     lines = [f"Training budget {args.seconds:g} CPU s per variant; {args.matches} duplicate "
              "matches at 4 players against three `heuristic` players.", "",
              "| variant | samples | samples/CPU s | wall s | diff to heuristic | 95% interval |",
@@ -288,6 +290,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     except (ValueError, OSError) as exc:
         p.error(f"--out: {exc}")
     done = {r["variant"] for r in rows}
+    if args.resume is None:
+        write_report(rows, args, out, names)
     try:
         for k, name in enumerate(names, 1):
             if name in done:

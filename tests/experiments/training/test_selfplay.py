@@ -366,6 +366,19 @@ def test_a_stopped_comparison_keeps_its_variants_and_resumes(tmp_path, capsys, m
     with pytest.raises(SystemExit) as exc:
         selfplay_compare.main(["--resume", str(tmp_path / "none")])
     assert exc.value.code == 2 and "no comparison to resume" in capsys.readouterr().err
+    # stopped in its first variant: the plan is on disk, and the resume plays it all
+    played.clear()
+    monkeypatch.setattr(selfplay_compare, "run_variant",
+                        lambda name, seconds, where: (_ for _ in ()).throw(KeyboardInterrupt))
+    early = tmp_path / "early"
+    assert selfplay_compare.main(["--seconds", "0.3", "--matches", "4", "--variants",
+                                  "selfplay-tribute4", "--out", str(early)]) == 130
+    assert "0 of 1 variants" in capsys.readouterr().err
+    assert json.loads((early / "compare.json").read_text())["variants"] == []
+    monkeypatch.setattr(selfplay_compare, "run_variant", real)
+    assert selfplay_compare.main(["--resume", str(early)]) == 0
+    assert [r["variant"] for r in json.loads((early / "compare.json").read_text())["variants"]
+            ] == ["selfplay-tribute4"]
 
 
 def test_saved_policies_are_evaluated_afterwards_once_each(tmp_path, capsys):
