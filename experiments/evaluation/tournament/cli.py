@@ -131,6 +131,7 @@ def _saved_line(exc: BaseException, prog: str) -> str:
             f"partial report; resume with: {prog} --resume {shlex.quote(saved.out_dir)}")
 
 
+@stops_on_sigterm  # ``dragons-egg tournament`` calls this directly, not :func:`main`
 def run_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Run the tournament the parsed arguments describe. Every mistake is one line (with the
     usage of the tournament command: ``parser`` should be the subcommand's parser, and a

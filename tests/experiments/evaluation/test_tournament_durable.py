@@ -205,15 +205,20 @@ def test_ctrl_c_keeps_the_finished_matches_and_resume_gives_the_uninterrupted_su
     assert TIMING_LINE in report
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_sigint_to_a_parallel_run_then_resume(sig, tmp_path):
-    """A real Ctrl-C (SIGINT), or a scheduler's SIGTERM, to the command with 2 workers, then
-    --resume with 1 worker: the summary of an uninterrupted run, byte for byte."""
+@pytest.mark.parametrize("sig,script", [(signal.SIGINT, False), (signal.SIGTERM, False),
+                                        (signal.SIGTERM, True)],
+                         ids=["SIGINT", "SIGTERM", "SIGTERM-dragons-egg"])
+def test_sigint_to_a_parallel_run_then_resume(sig, script, tmp_path):
+    """A real Ctrl-C (SIGINT), or a scheduler's SIGTERM, to the command with 2 workers (run as
+    a module, or as ``dragons-egg tournament``), then --resume with 1 worker: the summary of
+    an uninterrupted run, byte for byte."""
     out, full = tmp_path / "t", tmp_path / "full"
     args = ["heuristic", "random", "--players", "4", "--matches", "240", "--rounds", "1",
             "--seed", "11", "--bootstrap", "100", "--no-progress"]
-    proc = subprocess.Popen([sys.executable, "-m", "dragons_egg.experiments.evaluation.tournament", *args,
-                             "--workers", "2", "--out", str(out)],
+    command = [str(Path(sys.executable).with_name("dragons-egg")), "tournament"] if script \
+        else [sys.executable, "-m", "dragons_egg.experiments.evaluation.tournament"]
+    prog = "dragons-egg tournament" if script else PROG
+    proc = subprocess.Popen([*command, *args, "--workers", "2", "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     results = out / "results.jsonl"
     deadline = time.time() + 120
@@ -228,8 +233,8 @@ def test_sigint_to_a_parallel_run_then_resume(sig, tmp_path):
     done = len(lines(results))
     assert 10 <= done < 240
     assert err.strip().splitlines()[-1] == (
-        f"{PROG}: interrupted; {done} of 240 matches are saved in {out} with a partial "
-        f"report; resume with: {PROG} --resume {out}")
+        f"{prog}: interrupted; {done} of 240 matches are saved in {out} with a partial "
+        f"report; resume with: {prog} --resume {out}")
     assert json.loads((out / "summary.json").read_text())["partial"] is True
     assert f"partial: {done} of 240 matches" in (out / "report.md").read_text()
 
