@@ -253,11 +253,17 @@ def sigterm_interrupts() -> Iterator[None]:
 
 def stops_on_sigterm(main: Callable[..., int]) -> Callable[..., int]:
     """A command's ``main`` run within :func:`sigterm_interrupts`: SIGTERM stops it as Ctrl-C
-    does."""
+    does. A stop signal the command does not handle itself (or one that comes after it has
+    handled one and said what it saved) ends it with status 130 and the word ``interrupted``,
+    not a traceback."""
     @functools.wraps(main)
     def wrapped(*args: Any, **kwargs: Any) -> int:
-        with sigterm_interrupts():
-            return main(*args, **kwargs)
+        try:
+            with sigterm_interrupts():
+                return main(*args, **kwargs)
+        except KeyboardInterrupt:  # one the command did not handle, or one after it had
+            print("interrupted", file=sys.stderr, flush=True)
+            return 130
     return wrapped
 
 
