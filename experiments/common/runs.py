@@ -267,6 +267,12 @@ def stops_on_sigterm(main: Callable[..., int]) -> Callable[..., int]:
     return wrapped
 
 
+def ignore_interrupts() -> None:
+    """A pool worker's initializer: Ctrl-C reaches the parent, which stops the workers (and
+    keeps what they finished)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @contextlib.contextmanager
 def sigterm_kept() -> Iterator[None]:
     """Within: code that installs a SIGTERM handler of its own (``ray.init`` installs one that

@@ -54,7 +54,6 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -67,7 +66,7 @@ from dragons_egg.agents.base import Agent
 from dragons_egg.agents.heuristic import HeuristicAgent
 from dragons_egg.agents.runner import play_match
 from dragons_egg.experiments.common.args import int_range
-from dragons_egg.experiments.common.runs import stops_on_sigterm
+from dragons_egg.experiments.common.runs import ignore_interrupts, stops_on_sigterm
 from dragons_egg.experiments.evaluation.tournament import bootstrap, deal_sequence, derive
 from dragons_egg.experiments.evaluation.tournament.output import OutputError, check_out_dir
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, PASS
@@ -348,18 +347,13 @@ def resolve_engine(engine: str, specs: Sequence[str | Callable[[int], Agent]],
     return "scalar"
 
 
-def _ignore_interrupts() -> None:
-    """A worker process's start: Ctrl-C reaches the parent, which stops the workers."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def _played(tasks: Sequence[tuple], workers: int) -> Iterator[dict[str, Any]]:
     """The tasks' results in task order, as each finishes (on ``workers`` processes)."""
     if workers > 1 and len(tasks) > 1:
         import multiprocessing as mp
 
         with mp.get_context("spawn").Pool(min(workers, len(tasks)),
-                                          initializer=_ignore_interrupts) as pool:
+                                          initializer=ignore_interrupts) as pool:
             yield from pool.imap(_unit, tasks)
     else:
         for task in tasks:

@@ -77,6 +77,7 @@ from dragons_egg.agents.heads import (
 )
 from dragons_egg.experiments.common.runs import (
     claim_output,
+    ignore_interrupts,
     listing,
     run_files,
     stops_on_sigterm,
@@ -402,7 +403,7 @@ def gather(cfg: TributeFitConfig, allowed: float, done: list[dict[str, Any]] | N
         states = sum(len(c["q"]) for c in out) + (queued + 1) * cfg.states_per_chunk
         return elapsed() + pace * (queued / cfg.workers + 1) + fit_reserve(states) < allowed
 
-    with mp.get_context("spawn").Pool(cfg.workers, initializer=_ignore_interrupts) as pool:
+    with mp.get_context("spawn").Pool(cfg.workers, initializer=ignore_interrupts) as pool:
         n0 = 2 * cfg.workers if not out else sum(more(q) for q in range(2 * cfg.workers))
         pending = [pool.apply_async(run_chunk, (t,)) for t in _take(tasks, n0)]
         while pending:
@@ -418,14 +419,6 @@ def gather(cfg: TributeFitConfig, allowed: float, done: list[dict[str, Any]] | N
     if bar is not None:
         bar.close()
     return out, elapsed()
-
-
-def _ignore_interrupts() -> None:
-    """A worker process's start: Ctrl-C reaches the parent, which stops the workers (the
-    batches finished by then are on disk)."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _take(it, k: int) -> list:
