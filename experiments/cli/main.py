@@ -29,6 +29,7 @@ from dragons_egg.experiments.cli.play import (
     replay_game,
     stdin_reader,
 )
+from dragons_egg.experiments.common.runs import stops_on_sigterm
 from dragons_egg.experiments.evaluation import tournament
 from dragons_egg_env.replay import ReplayError
 
@@ -114,6 +115,7 @@ def subcommand_parser(parser: argparse.ArgumentParser, command: str
     return parser  # pragma: no cover - every command has a parser
 
 
+@stops_on_sigterm
 def main(argv: list[str] | None = None, read: Callable[[str], str] = stdin_reader,
          out: TextIO | None = None) -> int:
     """Run ``dragons-egg`` with the command line ``argv`` (default: the process's); a

@@ -264,7 +264,20 @@ def stops_on_sigterm(main: Callable[..., int]) -> Callable[..., int]:
         except KeyboardInterrupt:  # one the command did not handle, or one after it had
             print("interrupted", file=sys.stderr, flush=True)
             return 130
+        finally:
+            forget_caught_interrupts()
     return wrapped
+
+
+def forget_caught_interrupts() -> None:
+    """Let a ``python -m`` process that caught a ``KeyboardInterrupt`` end with the status it
+    returns. CPython marks an interrupt "unhandled" when it leaves an ``exec`` or ``eval`` of
+    source text (``collections.namedtuple`` and ``dataclasses`` run one for each class they
+    make, so a Ctrl-C or SIGTERM during an import such as matplotlib's can do it), even when
+    code above catches it; after a normal exit, the process then kills itself with SIGINT
+    (status -2 instead of 130 or 0). Running source text again clears the mark: CPython resets
+    it at the start of every such run."""
+    exec("")  # noqa: S102 - source text on purpose: it is what clears the mark
 
 
 def ignore_interrupts() -> None:
