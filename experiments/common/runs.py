@@ -413,16 +413,37 @@ def _cells(row: dict[str, Any]) -> dict[str, Any]:
     return {k: "" if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
 
 
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A temporary file beside ``path`` for the block to write; renamed over ``path`` when the
+    block ends, removed when it fails (a full disk, a Ctrl-C): readers see the old file or the
+    new one, never a part of one, and no temporary file is left behind."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_atomically(path: str | Path, text: str) -> None:
+    """``text`` (UTF-8) to ``path`` through :func:`atomic_path`, on the disk (``fsync``)
+    before it takes the name."""
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def write_eval_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    """``rows`` as a CSV file with every column any of them has (written to a temporary file
-    and renamed)."""
+    """``rows`` as a CSV file with every column any of them has (:func:`atomic_path`)."""
     fields = list(dict.fromkeys(k for r in rows for k in r))
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="") as f:
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, restval="")
         w.writeheader()
         w.writerows(_cells(r) for r in rows)
-    tmp.replace(path)
 
 
 def append_eval_csv(path: Path, row: dict[str, Any]) -> None:

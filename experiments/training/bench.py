@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from dragons_egg.experiments.common.args import int_range, positive_float
+from dragons_egg.experiments.common.runs import write_atomically
 from dragons_egg_env.extras import require_cli
 
 #: name -> (collectors, pipeline, torch_threads); with collectors the learner takes the cores
@@ -344,9 +345,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     def save(done: bool = False) -> None:
         """The figures so far, to --json (a bench cut short keeps what it measured)."""
         if json_path is not None:
-            tmp = json_path.with_name(json_path.name + ".tmp")
-            tmp.write_text(json.dumps({**report, "partial": not done}, indent=1))
-            tmp.replace(json_path)
+            write_atomically(json_path, json.dumps({**report, "partial": not done}, indent=1))
 
     report: dict[str, Any] = {"epochs": args.epochs, "cores": os.cpu_count(), "rows": []}
     with tempfile.TemporaryDirectory() as tmp:

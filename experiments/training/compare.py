@@ -176,14 +176,12 @@ def write_report(rows: list[dict[str, Any]], args: argparse.Namespace, out: Path
                  planned: list[str] | None = None) -> None:
     """``compare.json`` (the settings, the ``planned`` variants and the rows of those done, in
     the order played), then, once a variant is done, ``compare.md`` and ``compare.png``."""
-    from dragons_egg.experiments.common.runs import json_ready
+    from dragons_egg.experiments.common.runs import json_ready, write_atomically
 
-    tmp = out / "compare.json.tmp"
-    tmp.write_text(json.dumps(json_ready(  # no interval (too few): null
+    write_atomically(out / "compare.json", json.dumps(json_ready(  # no interval (too few): null
         {"seconds": args.seconds, "matches": args.matches, "seed": args.seed,
          "command": getattr(args, "command", ""),
          "planned": planned or [r["variant"] for r in rows], "variants": rows}), indent=1))
-    tmp.replace(out / "compare.json")
     if not rows:  # the plan alone, before the first variant: what --resume reads
         return
     lines = [f"Training budget {args.seconds:g} CPU s per variant; {args.matches} duplicate "

@@ -54,6 +54,7 @@ from dragons_egg.experiments.common.runs import (
     HeldInterrupts,
     RunInterrupted,
     RunOutput,
+    atomic_path,
     claim_run_dir,
     config_changes,
     interrupted_exit,
@@ -1210,9 +1211,8 @@ class Run:
             "config_history": self.config_history,
             "tribute_replay": self.learner.replay.state() if self.learner.replay else {}})
         state["digest"] = state_digest(state)
-        tmp = path.with_name(path.name + ".tmp")
-        torch.save(state, tmp)
-        tmp.replace(path)
+        with atomic_path(path) as tmp:
+            torch.save(state, tmp)
         return path
 
     def _load(self, path: Path, trust: bool = False) -> None:

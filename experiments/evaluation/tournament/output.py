@@ -12,6 +12,7 @@ from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from dragons_egg.experiments.common.runs import write_atomically
 from dragons_egg_env.extras import require
 
 from .config import TournamentConfig
@@ -95,20 +96,6 @@ def refuse_foreign(out: Path) -> None:
             and "num_players" in data):
         raise OutputError(f"output folder {str(out)!r} holds a config.json that is not a "
                           "tournament's: choose another folder")
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to a new file beside ``path``, then rename it over ``path``."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def read_saved_config(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -239,7 +226,7 @@ class _Log:
                 (self.out / name).unlink(missing_ok=True)
             for old in (self.out / REPLAYS).glob("seq*-rot*.json"):
                 old.unlink()
-        _atomic_write(self.out / "config.json", json.dumps(self.tc.to_json(), indent=1))
+        write_atomically(self.out / "config.json", json.dumps(self.tc.to_json(), indent=1))
         self.file = open(path, "w", encoding="utf-8")
 
     def keep_replay(self, r: dict[str, Any]) -> dict[str, Any]:
@@ -250,7 +237,7 @@ class _Log:
         self.open()
         rel = f"{REPLAYS}/seq{r['sequence']}-rot{r['rotation']}.json"
         (self.out / REPLAYS).mkdir(exist_ok=True)
-        _atomic_write(self.out / rel, json.dumps(f["replay"], indent=1))
+        write_atomically(self.out / rel, json.dumps(f["replay"], indent=1))
         return {**r, "forfeit": {**f, "replay": rel}}
 
     def add(self, r: dict[str, Any]) -> None:
@@ -276,7 +263,7 @@ class _Log:
         self.results, _ = load_results(self.tc, self.out)  # what the file holds, exactly
         results = sorted(self.results, key=match_key)
         if len(results) == self.planned:  # in match order, replacing the file in one step
-            _atomic_write(self.out / "results.jsonl",
+            write_atomically(self.out / "results.jsonl",
                           "".join(json.dumps(r) + "\n" for r in results))
         if results:
             summary = summarize(self.tc, results)
@@ -284,8 +271,8 @@ class _Log:
         else:
             summary = {"matches": 0, "planned": self.planned, "partial": True, "forfeits": []}
             plots = []
-        _atomic_write(self.out / "summary.json", json.dumps(jsonable(summary), indent=1))
-        _atomic_write(self.out / "report.md", markdown_report(self.tc, summary, plots))
+        write_atomically(self.out / "summary.json", json.dumps(jsonable(summary), indent=1))
+        write_atomically(self.out / "report.md", markdown_report(self.tc, summary, plots))
         return summary
 
     def stopped(self, exc: BaseException) -> None:

@@ -76,11 +76,13 @@ from dragons_egg.agents.heads import (
     tribute_row,
 )
 from dragons_egg.experiments.common.runs import (
+    atomic_path,
     claim_output,
     ignore_interrupts,
     listing,
     run_files,
     stops_on_sigterm,
+    write_atomically,
 )
 from dragons_egg.experiments.common.settings import parse_config_cli, validated
 from dragons_egg.experiments.training import counterfactual as cf
@@ -459,10 +461,8 @@ def save_data(path: Path, chunks: list[dict[str, Any]], seconds: float, cfg) -> 
                                              "command": cfg.command,
                                              "policy_sha256": file_digest(cfg.policy)})
                                  .encode(), np.uint8)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
         np.savez_compressed(f, **data)
-    tmp.replace(path)
 
 
 def load_data(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -623,10 +623,9 @@ def fit(cfg: TributeFitConfig, data: str | None = None, resume: bool = False) ->
         done, spent = load_batches(folder, cfg) if resume else ([], 0.0)
         if not resume:
             folder.mkdir()
-            tmp = folder / "settings.json.tmp"
-            tmp.write_text(json.dumps({"config": _jsonable(cfg), "command": cfg.command,
-                                       "policy_sha256": file_digest(cfg.policy)}, indent=1))
-            tmp.replace(folder / "settings.json")
+            write_atomically(folder / "settings.json", json.dumps(
+                {"config": _jsonable(cfg), "command": cfg.command,
+                 "policy_sha256": file_digest(cfg.policy)}, indent=1))
         chunks, gather_seconds = gather(
             cfg, allowed, done, spent,
             keep=lambda k, batch, secs: save_batch(folder, k, batch, secs, cfg))
