@@ -129,13 +129,25 @@ def listing(paths: Sequence[Path]) -> str:
     return ", ".join(one(p) for p in paths)
 
 
+def _remove_run(run_dir: Path, found: Sequence[Path]) -> None:
+    """``--overwrite``: the earlier run's entries ``found`` in ``run_dir``, said and removed."""
+    print(f"--overwrite: removing the run in {run_dir}: {listing(found)}",
+          file=sys.stderr, flush=True)
+    for p in found:
+        if p.is_dir():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
+
+
 def claim_output(out: str | Path, patterns: Iterable[str], *, overwrite: bool = False,
-                 what: str = "results") -> Path:
+                 what: str = "results", clear: bool = False) -> Path:
     """``out`` as a folder a command may write its results in, checked before it does any
     work: made if missing (a ``ValueError`` saying why when it cannot be), and a
     ``ValueError`` naming what it holds when it holds entries of ``patterns`` (an earlier
     run's ``what``), unless ``overwrite``: a rerun never writes over earlier results
-    unasked."""
+    unasked. With ``clear``, ``overwrite`` first removes those entries (said), for a command
+    whose files are numbered (``checkpoint_10``) and so would not all be replaced."""
     path = Path(out)
     if path.exists() and not path.is_dir():
         raise ValueError(f"{out} is a file, not a folder")
@@ -143,6 +155,8 @@ def claim_output(out: str | Path, patterns: Iterable[str], *, overwrite: bool = 
     if found and not overwrite:
         raise ValueError(f"{out} holds earlier {what} ({listing(found)}): give another "
                          "folder, or --overwrite to replace them")
+    if found and clear:
+        _remove_run(path, found)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -179,13 +193,7 @@ def claim_run_dir(run_dir: Path, patterns: Iterable[str], *,
     if not found:
         return
     if overwrite:
-        print(f"--overwrite: removing the run in {run_dir}: {listing(found)}",
-              file=sys.stderr, flush=True)
-        for p in found:
-            if p.is_dir():
-                shutil.rmtree(p)
-            else:
-                p.unlink()
+        _remove_run(run_dir, found)
         return
     if resume is not None:
         raise ValueError(f"{run_dir} already holds another run ({listing(found)}): "

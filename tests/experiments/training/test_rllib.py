@@ -163,3 +163,73 @@ def test_without_address_ray_starts_a_private_local_instance():
     assert ray_init_kwargs(None, 3)["num_cpus"] == 3
     assert ray_init_kwargs("auto", 3) == {"address": "auto", "include_dashboard": False,
                                           "log_to_driver": False}
+
+
+def test_a_rerun_into_a_run_folder_is_refused(tmp_path, capsys):
+    """``--out`` holding an earlier run (numbered checkpoints that a new run would not all
+    replace) is an error naming what it holds and ``--overwrite``, before Ray starts."""
+    from dragons_egg.experiments.training.train_rllib import main
+
+    out = tmp_path / "r"
+    (out / "checkpoint_30").mkdir(parents=True)
+    (out / "checkpoint_30" / "state.pkl").write_bytes(b"x")
+    (out / "history.json").write_text("[]")
+    running = ray.is_initialized()
+    with pytest.raises(SystemExit) as info:
+        main(["--out", str(out)])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "holds earlier RLlib run (checkpoint_30/ (1 file), history.json)" in err
+    assert "--overwrite" in err
+    assert (out / "checkpoint_30" / "state.pkl").exists()
+    assert ray.is_initialized() == running  # refused before it started Ray
+
+
+def test_train_rllib_stopped_by_sigterm_keeps_its_iterations(tmp_path):
+    """SIGTERM to the whole process group (a scheduler's stop; Ctrl-C is the same signal path)
+    while it trains: the iteration in progress finishes, its checkpoint and the module are
+    saved, history.json holds every finished iteration, status 130 with one line. Then
+    ``--overwrite`` starts a new run there with the earlier one's files removed."""
+    import json
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "r"
+    args = [sys.executable, "-m", "dragons_egg.experiments.training.train_rllib",
+            "--train-batch-size", "128", "--minibatch-size", "64", "--num-epochs", "1",
+            "--rounds", "1", "--num-cpus", "2", "--checkpoint-every", "0", "--out", str(out)]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.Popen(args + ["--iterations", "1000"], env=env, text=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    history = out / "history.json"
+    deadline = time.monotonic() + 300
+    while not (history.exists() and json.loads(history.read_text())):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGTERM)
+    err = proc.communicate(timeout=300)[1]
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    m = re.fullmatch(r"interrupted after (\d+) of 1000 iterations: saved (\S+) and the module "
+                     r"(\S+) \(agent spec rllib:path=\S+\); train-rllib does not resume .*", last)
+    assert m, last
+    done = int(m.group(1))
+    assert done >= 1 and m.group(2) == str(out / f"checkpoint_{done}")
+    assert [r["iteration"] for r in json.loads(history.read_text())] == list(range(1, done + 1))
+    assert (out / f"checkpoint_{done}").is_dir() and (out / "main_module").is_dir()
+    from dragons_egg.agents import make_agent
+    make_agent(f"rllib:path={out / 'main_module'}", seed=0)  # the saved module plays
+
+    proc = subprocess.run(args + ["--iterations", "1", "--overwrite"], env=env, text=True,
+                          capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert f"--overwrite: removing the run in {out}" in proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint_final", "env_config.json",
+                                                     "history.json", "main_module"]
+    assert len(json.loads(history.read_text())) == 1
