@@ -58,6 +58,8 @@ DELEGATED: dict[str, Delegated] = {
                       "write a checkpoint as a policy file with its provenance"),
     "evaluate-run": Delegated(_M + "training.evaluate_run",
                               "evaluate the policies a self-play run saved"),
+    "search-targets": Delegated(_M + "training.search_targets",
+                                "ismcts-net's moves beside the network's, kept as data"),
     "compare-trainers": Delegated(_M + "training.compare",
                                   "training paths and settings compared at equal compute"),
     "train-bench": Delegated(_M + "training.bench",

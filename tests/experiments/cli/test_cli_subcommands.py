@@ -22,6 +22,7 @@ EXPECTED = {
     "train-rllib": "dragons_egg.experiments.training.train_rllib",
     "ship": "dragons_egg.experiments.training.ship",
     "evaluate-run": "dragons_egg.experiments.training.evaluate_run",
+    "search-targets": "dragons_egg.experiments.training.search_targets",
     "compare-trainers": "dragons_egg.experiments.training.compare",
     "train-bench": "dragons_egg.experiments.training.bench",
     "main-job": "dragons_egg.experiments.cli.main_job",

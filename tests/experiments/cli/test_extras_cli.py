@@ -54,6 +54,8 @@ CASES = [
      f"python -m {M}training.ship", ["out"]),
     (["-m", M + "training.bench", "--seconds", "1", "--json", "t.json"], ["stable_baselines3"],
      "train", f"python -m {M}training.bench", ["t.json"]),
+    (["dragons-egg", "search-targets", "--batches", "1", "--out", "out"], ["tqdm"],
+     "experiments", "dragons-egg search-targets", ["out"]),
     (["-m", M + "training.train_rllib", "--iterations", "1", "--out", "out"], ["ray"], "rllib",
      f"python -m {M}training.train_rllib", ["out"]),
     (["-m", M + "evaluation.tribute", "--play", "heuristic", "--tribute", "heuristic",
