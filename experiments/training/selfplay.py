@@ -185,6 +185,16 @@ class SelfPlayConfig(RunSettings):
     #: counterfactual tribute decisions (a replay, kept in the checkpoint), not only its
     #: rollout's (0). Each is fitted once an epoch, beside the rollout's decisions.
     tribute_cf_replay: int = 0
+    #: A search-targets folder (``dragons-egg search-targets``): every minibatch also fits
+    #: the policy to ``ismcts-net``'s root visit distributions on ``search_batch`` of the
+    #: folder's decisions, drawn at random (cross-entropy, weight ``search_coef``): expert
+    #: iteration, the network pulled towards the moves its search finds (docs/training.md,
+    #: "Search targets"). Empty: none.
+    search_targets: str = ""
+    #: Loss weight of the search targets' cross-entropy.
+    search_coef: float = 1.0
+    #: Search-target decisions fitted with each minibatch.
+    search_batch: int = 1024
     #: Share of seats played by the league (0: pure self-play).
     opponent_share: float = 0.0
     #: Agent specs that are members of the league besides the snapshots, drawn as often as
@@ -268,6 +278,12 @@ class SelfPlayConfig(RunSettings):
         require(not self.tribute_cf_replay or self.tribute_counterfactual > 0,
                 f"tribute_cf_replay ({self.tribute_cf_replay}) keeps counterfactual tribute "
                 "decisions, which tribute_counterfactual 0 makes none of")
+        check_range(self.search_coef >= 0, "search_coef", self.search_coef, ">= 0")
+        check_range(self.search_batch >= 1, "search_batch", self.search_batch, ">= 1")
+        require(not self.search_targets or
+                (Path(self.search_targets) / "settings.json").is_file(),
+                f"search_targets {self.search_targets!r} is not a search-targets folder (no "
+                "settings.json): make one with dragons-egg search-targets")
         check_range(self.eval_players in TABLE_SIZES and self.eval_players <= self.max_players,
                     "eval_players", self.eval_players, f"in 2..{self.max_players}")
         if self.league_agents:
@@ -974,6 +990,35 @@ class Learner:
         self.before_minibatch: Any = None
         #: The counterfactual decisions every update fits (``tribute_cf_replay``), else None.
         self.replay = TributeReplay(cfg.tribute_cf_replay) if cfg.tribute_cf_replay else None
+        #: The search targets every minibatch fits (``search_targets``: obs, mask and
+        #: target tensors), else None; :meth:`load_search_targets`.
+        self.search: dict[str, Any] | None = None
+
+    def load_search_targets(self, folder: str) -> dict[str, Any]:
+        """Load a search-targets folder (every batch checked:
+        :func:`~dragons_egg.experiments.training.search_targets.load_targets`) for the
+        updates to fit; returns what it holds (decisions, table sizes, the policy file's
+        SHA-256 and the gathering seconds), for the run's provenance. A ``ValueError`` when
+        its observations are not this network's (another ``max_players``)."""
+        from dragons_egg.experiments.training.search_targets import load_targets
+
+        data, settings = load_targets(folder)
+        width = layout(self.cfg.max_players).size
+        if data["obs"].shape[1] != width or data["mask"].shape[1] != NUM_ACTIONS:
+            raise ValueError(f"search_targets {folder}: its observations have "
+                             f"{data['obs'].shape[1]} values, this network reads {width} "
+                             f"(max_players {self.cfg.max_players})")
+        torch = self.torch
+        self.search = {"obs": torch.from_numpy(data["obs"].astype(np.float32)),
+                       "mask": torch.from_numpy(data["mask"].astype(bool)),
+                       "target": torch.from_numpy(data["target"].astype(np.float32))}
+        sizes, counts = np.unique(data["players"], return_counts=True)
+        return {"folder": str(folder), "decisions": int(len(data["obs"])),
+                "decisions_by_players": {str(int(n)): int(c) for n, c in zip(sizes, counts,
+                                                                             strict=True)},
+                "policy": settings["policy"], "policy_sha256": settings["policy_sha256"],
+                "iterations": settings["iterations"],
+                "gathered_seconds": round(float(settings["gathered_seconds"]), 1)}
 
     def update(self, ro: Rollout, adv: np.ndarray) -> dict[str, float]:
         torch = self.torch
@@ -993,6 +1038,9 @@ class Learner:
         if cf is not None:
             stats["cf_loss"] = 0.0
             cf = {k: torch.from_numpy(v) for k, v in cf.items()}
+        search = self.search
+        if search is not None:
+            stats["search_loss"] = 0.0
         regret = tribute_regret(ro) if len(ro.cf_index) else None
         count = 0
         # equal minibatches of at most ``minibatch`` decisions: no tiny remainder whose
@@ -1007,9 +1055,14 @@ class Learner:
             for mb, cmb in zip(torch.tensor_split(perm, parts), cf_parts, strict=True):
                 if self.before_minibatch is not None:
                     self.before_minibatch()
+                sb = None
+                if search is not None:  # drawn only then: a run without them draws as before
+                    rows = torch.randint(len(search["obs"]), (cfg.search_batch,),
+                                         generator=self.gen)
+                    sb = {k: v[rows] for k, v in search.items()}
                 s = self._minibatch({k: v[mb] for k, v in t.items()},
                                     None if cmb is None or cf is None or not len(cmb)
-                                    else {k: v[cmb] for k, v in cf.items()})
+                                    else {k: v[cmb] for k, v in cf.items()}, sb)
                 for k in stats:
                     stats[k] += s.get(k, 0.0)
                 count += 1
@@ -1018,8 +1071,8 @@ class Learner:
             out["cf_regret"] = regret
         return out
 
-    def _minibatch(self, b: dict[str, Any], cf: dict[str, Any] | None = None
-                   ) -> dict[str, float]:
+    def _minibatch(self, b: dict[str, Any], cf: dict[str, Any] | None = None,
+                   search: dict[str, Any] | None = None) -> dict[str, float]:
         torch = self.torch
         cfg = self.cfg
         logits, v = self.model(b["obs"], b["mask"])
@@ -1042,6 +1095,9 @@ class Learner:
         cf_loss = self._cf_loss(cf) if cf is not None else None
         if cf_loss is not None:
             loss = loss + cfg.tribute_cf_coef * cf_loss
+        search_loss = self._search_loss(search) if search is not None else None
+        if search_loss is not None:
+            loss = loss + cfg.search_coef * search_loss
         if not torch.isfinite(loss):
             raise FloatingPointError(
                 f"the PPO loss is not finite (policy {policy_loss.item()}, value "
@@ -1060,7 +1116,18 @@ class Learner:
                "entropy": entropy.item(), "clip_frac": clip, "approx_kl": kl}
         if cf_loss is not None:
             out["cf_loss"] = cf_loss.item()
+        if search_loss is not None:
+            out["search_loss"] = search_loss.item()
         return out
+
+    def _search_loss(self, search: dict[str, Any]) -> Any:
+        """The cross-entropy of the policy against the search's visit distributions: minus
+        the sum over the legal actions of each one's visit share times its log-probability,
+        averaged over the decisions."""
+        torch = self.torch
+        logits, _ = self.model(search["obs"], search["mask"])
+        logp = torch.log_softmax(logits, -1).masked_fill(~search["mask"], 0.0)
+        return -(search["target"] * logp).sum(-1).mean()
 
     def _cf_loss(self, cf: dict[str, Any]) -> Any:
         """The all-action clipped surrogate of the counterfactual tribute rows: for each, the
@@ -1147,6 +1214,15 @@ class Run:
         #: Ctrl-C waits for the update in progress (:meth:`iteration`).
         self.hold = HeldInterrupts("this update")
         self.learner = Learner(cfg)
+        #: What the search targets the updates fit hold (``search_targets``), else None.
+        self.search_info: dict[str, Any] | None = None
+        if cfg.search_targets:
+            self.search_info = self.learner.load_search_targets(cfg.search_targets)
+            info = self.search_info
+            print(f"search targets: {info['decisions']:,} decisions of ismcts-net "
+                  f"({info['iterations']} iterations a move; by table size "
+                  f"{info['decisions_by_players']}) from {info['folder']}, gathered in "
+                  f"{info['gathered_seconds']:,.1f} s", file=sys.stderr, flush=True)
         #: The learner's policy as the in-process collector plays it (its own generator).
         self.acting = ActingPolicy(self.learner.model, acting_seed(cfg.seed, 0, 0))
         self.samples = 0
@@ -1274,9 +1350,12 @@ class Run:
         self._sync_league()
 
     def _provenance(self) -> dict[str, Any]:
-        return {"trainer": "dragons_egg.experiments.training.selfplay", "samples": self.samples,
-                "updates": self.updates, "seconds": round(self.seconds, 1),
-                "config": dataclasses.asdict(self.cfg)}
+        out = {"trainer": "dragons_egg.experiments.training.selfplay", "samples": self.samples,
+               "updates": self.updates, "seconds": round(self.seconds, 1),
+               "config": dataclasses.asdict(self.cfg)}
+        if self.search_info is not None:  # its gathering seconds are training time too
+            out["search_targets"] = self.search_info
+        return out
 
     # -- the loop ------------------------------------------------------------------------
     def sample_budget(self) -> dict[str, Any]:

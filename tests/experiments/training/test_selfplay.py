@@ -488,3 +488,53 @@ def test_the_entropy_term_is_the_policys_entropy_over_legal_actions(tmp_path):
         want = float((ent * b["w"]).sum() / b["w"].sum())
     got = learner._minibatch(b)["entropy"]
     assert got == pytest.approx(want, rel=1e-5) and got > 0.1
+
+
+def _targets(tmp_path):
+    """A small search-targets folder searched with the shipped policy (8 seats, tiny
+    budget): 2 batches of 2 and 3 players."""
+    from dragons_egg.experiments.training import search_targets
+
+    out = tmp_path / "targets"
+    assert search_targets.main(["--iterations", "8", "--rounds", "1", "--matches-per-batch",
+                                "2", "--players", "2", "3", "--batches", "2", "--no-progress",
+                                "--out", str(out)]) == 0
+    return out
+
+
+def test_search_targets_pull_the_policy_towards_the_search(tmp_path):
+    """With ``search_targets`` every minibatch also fits the visit distributions: their
+    cross-entropy falls over a few updates, the update reports it, and the exported policy's
+    provenance names the folder and its gathering seconds."""
+    folder = _targets(tmp_path)
+    run = Run(tiny(tmp_path, search_targets=str(folder), search_coef=20.0, search_batch=256,
+                   max_players=8, epochs=2, learning_rate=3e-3))
+    search = run.learner.search
+    assert search is not None and run.search_info["decisions"] == len(search["obs"])
+
+    def cross_entropy():
+        torch = run.learner.torch
+        with torch.no_grad():
+            return run.learner._search_loss(search).item()
+
+    before = cross_entropy()
+    stats = [run.iteration() for _ in range(3)]
+    assert all("search_loss" in s for s in stats)
+    after = cross_entropy()
+    assert after < before - 0.1
+    final = run.finish()
+    prov = load_policy_file(final).meta["provenance"]
+    assert prov["search_targets"]["folder"] == str(folder)
+    assert prov["search_targets"]["gathered_seconds"] > 0
+    assert prov["search_targets"]["decisions_by_players"].keys() == {"2", "3"}
+
+
+def test_search_targets_that_do_not_fit_are_refused_by_name(tmp_path):
+    with pytest.raises(ValueError, match="is not a search-targets folder"):
+        tiny(tmp_path, search_targets=str(tmp_path)).validate()
+    folder = _targets(tmp_path)
+    with pytest.raises(ValueError, match="its observations have 435 values, this network "
+                                         "reads .* \\(max_players 4\\)"):
+        Run(tiny(tmp_path, search_targets=str(folder), max_players=4))
+    with pytest.raises(ValueError, match="search_coef"):
+        tiny(tmp_path, search_coef=-1.0).validate()
