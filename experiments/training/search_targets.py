@@ -149,14 +149,17 @@ def read_batch(path: Path, digest: str) -> tuple[dict[str, np.ndarray], dict[str
 
 
 def load_targets(folder: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Every batch of a search-targets folder, checked (:func:`read_batch`) and joined, with
-    its settings and the gathering seconds (``settings["gathered_seconds"]``)."""
+    """Every batch of a search-targets folder, checked (:func:`read_batch`) and joined (with
+    ``batch``, each row's batch index), with its settings and the gathering seconds
+    (``settings["gathered_seconds"]``)."""
     folder = Path(folder)
     settings = _read_settings(folder)
     parts, seconds = _batches(folder, settings)
     if not parts:
         raise ValueError(f"{folder} holds no search-targets batch yet")
     data = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+    data["batch"] = np.concatenate([np.full(len(p["obs"]), k, np.int32)
+                                    for k, p in enumerate(parts)])
     return data, {**settings, "gathered_seconds": seconds, "batches_done": len(parts)}
 
 

@@ -971,6 +971,11 @@ def tribute_regret(ro: Rollout) -> float:
 # ---------------------------------------------------------------------------------------
 # The learner.
 
+#: With search targets, every this many-th batch of the folder is held out of the fit, for the
+#: evaluations' ``search_ce`` and ``search_agree`` (:meth:`Learner.search_figures`).
+HELD_OUT = 20
+
+
 class Learner:
     """The network, its optimiser and the PPO update."""
 
@@ -993,6 +998,22 @@ class Learner:
         #: The search targets every minibatch fits (``search_targets``: obs, mask and
         #: target tensors), else None; :meth:`load_search_targets`.
         self.search: dict[str, Any] | None = None
+        #: The held-out search targets the evaluations measure (:meth:`search_figures`).
+        self.search_held: dict[str, Any] | None = None
+
+    def search_figures(self) -> dict[str, float]:
+        """On the held-out search targets (none: ``{}``): the policy's cross-entropy against
+        the visit distributions (``search_ce``) and the share of decisions where its most
+        likely move is the move the search played (``search_agree``)."""
+        held = self.search_held
+        if held is None:
+            return {}
+        torch = self.torch
+        with torch.no_grad():
+            ce = self._search_loss(held).item()
+            logits, _ = self.model(held["obs"], held["mask"])
+            agree = (logits.argmax(-1) == held["played"]).float().mean().item()
+        return {"search_ce": round(ce, 4), "search_agree": round(agree, 4)}
 
     def load_search_targets(self, folder: str) -> dict[str, Any]:
         """Load a search-targets folder (every batch checked:
@@ -1009,11 +1030,20 @@ class Learner:
                              f"{data['obs'].shape[1]} values, this network reads {width} "
                              f"(max_players {self.cfg.max_players})")
         torch = self.torch
-        self.search = {"obs": torch.from_numpy(data["obs"].astype(np.float32)),
-                       "mask": torch.from_numpy(data["mask"].astype(bool)),
-                       "target": torch.from_numpy(data["target"].astype(np.float32))}
+        # every HELD_OUT-th batch (whole matches on their own deals) is not fitted: the
+        # evaluations measure on it how far the policy has come towards the search
+        held = data["batch"] % HELD_OUT == HELD_OUT - 1
+
+        def tensors(rows: np.ndarray) -> dict[str, Any]:
+            return {"obs": torch.from_numpy(data["obs"][rows].astype(np.float32)),
+                    "mask": torch.from_numpy(data["mask"][rows].astype(bool)),
+                    "target": torch.from_numpy(data["target"][rows].astype(np.float32)),
+                    "played": torch.from_numpy(data["played"][rows].astype(np.int64))}
+        self.search = tensors(~held)
+        self.search_held = tensors(held) if held.any() else None
         sizes, counts = np.unique(data["players"], return_counts=True)
-        return {"folder": str(folder), "decisions": int(len(data["obs"])),
+        return {"folder": str(folder), "decisions": int((~held).sum()),
+                "held_out": int(held.sum()),
                 "decisions_by_players": {str(int(n)): int(c) for n, c in zip(sizes, counts,
                                                                              strict=True)},
                 "policy": settings["policy"], "policy_sha256": settings["policy_sha256"],
@@ -1059,7 +1089,7 @@ class Learner:
                 if search is not None:  # drawn only then: a run without them draws as before
                     rows = torch.randint(len(search["obs"]), (cfg.search_batch,),
                                          generator=self.gen)
-                    sb = {k: v[rows] for k, v in search.items()}
+                    sb = {k: v[rows] for k, v in search.items() if k != "played"}
                 s = self._minibatch({k: v[mb] for k, v in t.items()},
                                     None if cmb is None or cf is None or not len(cmb)
                                     else {k: v[cmb] for k, v in cf.items()}, sb)
@@ -1516,12 +1546,15 @@ class Run:
         row.update(cfg.evaluate(f"net:path={path}", players=cfg.eval_players,
                                 seed=cfg.seed + 7919 * len(self.history),
                                 num_rounds=cfg.num_rounds))
+        row.update(self.learner.search_figures())
         self.eval_seconds += time.perf_counter() - t0
         self.history.append(row)
         self.output.add_eval(row)
         line = (f"eval at {self.samples:,} samples ({self.seconds:,.0f} s): "
                 + ", ".join(f"{k} {v:+.3f}" for k, v in row.items() if k.startswith("diff_")
-                            and not k.endswith(("_low", "_high"))))
+                            and not k.endswith(("_low", "_high")))
+                + (f", search agreement {row['search_agree']:.1%}" if "search_agree" in row
+                   else ""))
         # one write, line and newline together: print() writes them apart, and a Ctrl-C
         # between the two would glue the interruption's line onto this one
         sys.stderr.write(line + "\n")

@@ -502,15 +502,21 @@ def _targets(tmp_path):
     return out
 
 
-def test_search_targets_pull_the_policy_towards_the_search(tmp_path):
+def test_search_targets_pull_the_policy_towards_the_search(tmp_path, monkeypatch):
     """With ``search_targets`` every minibatch also fits the visit distributions: their
-    cross-entropy falls over a few updates, the update reports it, and the exported policy's
-    provenance names the folder and its gathering seconds."""
+    cross-entropy falls over a few updates, the update reports it, the evaluations measure
+    it on the held-out batches (here every second one), and the exported policy's provenance
+    names the folder and its gathering seconds."""
     folder = _targets(tmp_path)
+    monkeypatch.setattr(selfplay, "HELD_OUT", 2)  # batch 1 (3 players) is held out
     run = Run(tiny(tmp_path, search_targets=str(folder), search_coef=20.0, search_batch=256,
                    max_players=8, epochs=2, learning_rate=3e-3))
-    search = run.learner.search
-    assert search is not None and run.search_info["decisions"] == len(search["obs"])
+    search, held = run.learner.search, run.learner.search_held
+    assert search is not None and held is not None
+    assert run.search_info["decisions"] == len(search["obs"])
+    assert run.search_info["held_out"] == len(held["obs"]) > 0
+    first = run.run_eval()
+    assert 0 <= first["search_agree"] <= 1 and first["search_ce"] > 0
 
     def cross_entropy():
         torch = run.learner.torch
@@ -522,6 +528,7 @@ def test_search_targets_pull_the_policy_towards_the_search(tmp_path):
     assert all("search_loss" in s for s in stats)
     after = cross_entropy()
     assert after < before - 0.1
+    assert run.run_eval()["search_ce"] < first["search_ce"]  # the held-out rows too
     final = run.finish()
     prov = load_policy_file(final).meta["provenance"]
     assert prov["search_targets"]["folder"] == str(folder)
