@@ -673,3 +673,17 @@ def test_atomic_writes_leave_the_old_file_or_the_new_one(tmp_path):
     runs.write_atomically(path, "new")
     assert path.read_text() == "new"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
+
+
+def test_claim_output_with_clear_removes_the_earlier_run_first(tmp_path, capsys):
+    """``clear``: ``--overwrite`` removes the earlier run's entries (said), so that numbered
+    files of a longer run are not left beside the new run's; other files stay."""
+    out = tmp_path / "r"
+    (out / "checkpoint_30").mkdir(parents=True)
+    (out / "checkpoint_30" / "state.pkl").write_text("x")
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match=r"holds earlier run \(checkpoint_30/ \(1 file\)\)"):
+        runs.claim_output(out, ["checkpoint_*"], what="run", clear=True)
+    runs.claim_output(out, ["checkpoint_*"], overwrite=True, what="run", clear=True)
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    assert "--overwrite: removing the run in" in capsys.readouterr().err
