@@ -340,7 +340,13 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             write_atomically(folder / "settings.json", json.dumps(settings, indent=1))
         from dragons_egg.agents.ppo import file_sha256
 
-        if file_sha256(settings["policy"]) != settings["policy_sha256"]:
+        try:
+            digest = file_sha256(settings["policy"])
+        except OSError as exc:
+            raise ValueError(f"the policy file {settings['policy']} that {folder} was searched "
+                             f"with cannot be read ({exc.strerror or exc}): put it back, or "
+                             "give its path in settings.json") from None
+        if digest != settings["policy_sha256"]:
             raise ValueError(f"{settings['policy']} is not the policy file {folder} was "
                              "searched with (its SHA-256 differs)")
         summary = gather(folder, settings, args.workers, args.progress)

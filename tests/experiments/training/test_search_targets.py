@@ -72,6 +72,13 @@ def test_refusals_name_the_file_and_the_way_on(tmp_path, capsys):
         st.main([*SMALL, "--out", str(tmp_path / "c")])
     assert "give --seconds or --batches" in capsys.readouterr().err
     settings = json.loads((out / "settings.json").read_text())
+    moved = tmp_path / "moved"
+    shutil.copytree(out, moved)
+    (moved / "summary.json").unlink()
+    (moved / "settings.json").write_text(json.dumps({**settings, "policy": "gone.npz"}))
+    with pytest.raises(SystemExit):
+        st.main(["--resume", str(moved)])
+    assert "the policy file gone.npz that" in capsys.readouterr().err
     damaged = tmp_path / "damaged"
     shutil.copytree(out, damaged)
     path = damaged / "batch_00001.npz"
