@@ -32,6 +32,12 @@ if [ ! -f "$targets/summary.json" ]; then
   fi
 fi
 ckpt="$OUT/selfplay-st/checkpoints/latest.pt"
+saved="$here/run"  # the run as the last session left it (committed)
+if [ ! -f "$ckpt" ] && [ -f "$saved/checkpoints/latest.pt" ]; then
+  mkdir -p "$OUT/selfplay-st" runs/ppo-shipped/policies
+  cp -rn "$saved"/. "$OUT/selfplay-st/"
+  cp -n results/selfplay-shipped/policies/snapshot_*.npz runs/ppo-shipped/policies/
+fi
 if [ -f "$ckpt" ]; then
   dragons-egg train --resume "$ckpt"
 else
