@@ -971,8 +971,9 @@ def tribute_regret(ro: Rollout) -> float:
 # ---------------------------------------------------------------------------------------
 # The learner.
 
-#: With search targets, every this many-th batch of the folder is held out of the fit, for the
-#: evaluations' ``search_ce`` and ``search_agree`` (:meth:`Learner.search_figures`).
+#: With search targets, every this many-th cycle of the folder's table sizes (one batch of
+#: each size in its ``players`` list, in turn) is held out of the fit, for the evaluations'
+#: ``search_ce`` and ``search_agree`` (:meth:`Learner.search_figures`).
 HELD_OUT = 20
 
 
@@ -1004,7 +1005,8 @@ class Learner:
     def search_figures(self) -> dict[str, float]:
         """On the held-out search targets (none: ``{}``): the policy's cross-entropy against
         the visit distributions (``search_ce``) and the share of decisions where its most
-        likely move is the move the search played (``search_agree``)."""
+        likely move is the move the search played (``search_agree``, and by table size
+        ``search_agree_<N>p``)."""
         held = self.search_held
         if held is None:
             return {}
@@ -1012,8 +1014,11 @@ class Learner:
         with torch.no_grad():
             ce = self._search_loss(held).item()
             logits, _ = self.model(held["obs"], held["mask"])
-            agree = (logits.argmax(-1) == held["played"]).float().mean().item()
-        return {"search_ce": round(ce, 4), "search_agree": round(agree, 4)}
+            same = (logits.argmax(-1) == held["played"]).float()
+        out = {"search_ce": round(ce, 4), "search_agree": round(same.mean().item(), 4)}
+        for n in sorted(set(held["players"].tolist())):
+            out[f"search_agree_{n}p"] = round(same[held["players"] == n].mean().item(), 4)
+        return out
 
     def load_search_targets(self, folder: str) -> dict[str, Any]:
         """Load a search-targets folder (every batch checked:
@@ -1030,15 +1035,18 @@ class Learner:
                              f"{data['obs'].shape[1]} values, this network reads {width} "
                              f"(max_players {self.cfg.max_players})")
         torch = self.torch
-        # every HELD_OUT-th batch (whole matches on their own deals) is not fitted: the
-        # evaluations measure on it how far the policy has come towards the search
-        held = data["batch"] % HELD_OUT == HELD_OUT - 1
+        # every HELD_OUT-th cycle of table sizes (whole matches on deals of their own, every
+        # size in its share) is not fitted: the evaluations measure on it how far the policy
+        # has come towards the search
+        cycle = data["batch"] // len(settings["players"])
+        held = cycle % HELD_OUT == HELD_OUT - 1
 
         def tensors(rows: np.ndarray) -> dict[str, Any]:
             return {"obs": torch.from_numpy(data["obs"][rows].astype(np.float32)),
                     "mask": torch.from_numpy(data["mask"][rows].astype(bool)),
                     "target": torch.from_numpy(data["target"][rows].astype(np.float32)),
-                    "played": torch.from_numpy(data["played"][rows].astype(np.int64))}
+                    "played": torch.from_numpy(data["played"][rows].astype(np.int64)),
+                    "players": torch.from_numpy(data["players"][rows].astype(np.int64))}
         self.search = tensors(~held)
         self.search_held = tensors(held) if held.any() else None
         sizes, counts = np.unique(data["players"], return_counts=True)
@@ -1089,7 +1097,7 @@ class Learner:
                 if search is not None:  # drawn only then: a run without them draws as before
                     rows = torch.randint(len(search["obs"]), (cfg.search_batch,),
                                          generator=self.gen)
-                    sb = {k: v[rows] for k, v in search.items() if k != "played"}
+                    sb = {k: search[k][rows] for k in ("obs", "mask", "target")}
                 s = self._minibatch({k: v[mb] for k, v in t.items()},
                                     None if cmb is None or cf is None or not len(cmb)
                                     else {k: v[cmb] for k, v in cf.items()}, sb)

@@ -492,12 +492,12 @@ def test_the_entropy_term_is_the_policys_entropy_over_legal_actions(tmp_path):
 
 def _targets(tmp_path):
     """A small search-targets folder searched with the shipped policy (8 seats, tiny
-    budget): 2 batches of 2 and 3 players."""
+    budget): 4 batches, of 2 and 3 players in turn."""
     from dragons_egg.experiments.training import search_targets
 
     out = tmp_path / "targets"
     assert search_targets.main(["--iterations", "8", "--rounds", "1", "--matches-per-batch",
-                                "2", "--players", "2", "3", "--batches", "2", "--no-progress",
+                                "2", "--players", "2", "3", "--batches", "4", "--no-progress",
                                 "--out", str(out)]) == 0
     return out
 
@@ -508,7 +508,7 @@ def test_search_targets_pull_the_policy_towards_the_search(tmp_path, monkeypatch
     it on the held-out batches (here every second one), and the exported policy's provenance
     names the folder and its gathering seconds."""
     folder = _targets(tmp_path)
-    monkeypatch.setattr(selfplay, "HELD_OUT", 2)  # batch 1 (3 players) is held out
+    monkeypatch.setattr(selfplay, "HELD_OUT", 2)
     run = Run(tiny(tmp_path, search_targets=str(folder), search_coef=20.0, search_batch=256,
                    max_players=8, epochs=2, learning_rate=3e-3))
     search, held = run.learner.search, run.learner.search_held
@@ -517,6 +517,8 @@ def test_search_targets_pull_the_policy_towards_the_search(tmp_path, monkeypatch
     assert run.search_info["held_out"] == len(held["obs"]) > 0
     first = run.run_eval()
     assert 0 <= first["search_agree"] <= 1 and first["search_ce"] > 0
+    # a whole cycle of table sizes is held out: both sizes are measured
+    assert 0 <= first["search_agree_2p"] <= 1 and 0 <= first["search_agree_3p"] <= 1
 
     def cross_entropy():
         torch = run.learner.torch
