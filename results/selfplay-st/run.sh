@@ -9,7 +9,8 @@
 #    where the search and the network differ most, and where ppo is furthest behind ISMCTS),
 #    for 3,600 s on both cores. Seed 2650, fixed before the run.
 # 2. Training: the checkpoint resumed with those targets fitted in every minibatch
-#    (search_coef 1, 256 decisions a minibatch), otherwise the settings of results/selfplay-cf
+#    (search_coef 4, 1,024 decisions a minibatch: at search_coef 1 with 256, a first start
+#    drifted away from the search, README), otherwise the settings of results/selfplay-cf
 #    (learning rate 1e-4 decaying, two 2-player engines, one pipelined collector, ISMCTS in
 #    the evaluations) without the counterfactual tribute. max_seconds is 21,600 s (6 hours)
 #    minus the gathering's seconds: the checkpoint's 10,802.7 s count, as the targets' do.
@@ -48,7 +49,7 @@ else
   cp -n results/selfplay-shipped/policies/snapshot_*.npz runs/ppo-shipped/policies/
   dragons-egg train --resume results/selfplay-shipped/latest.pt --out-dir "$OUT" \
     --run-name selfplay-st --max-seconds "$budget" --learning-rate 1e-4 \
-    --search-targets "$targets" --search-coef 1.0 --search-batch 256 \
+    --search-targets "$targets" --search-coef 4.0 --search-batch 1024 \
     --table-sizes 2 2 3 4 5 6 7 8 --collectors 1 \
     --eval-every 10000000 --eval-search ismcts --eval-search-matches 40 --eval-workers 2 \
     --checkpoint-every 2000000 --no-progress
