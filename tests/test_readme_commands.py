@@ -47,6 +47,8 @@ SHRINK: dict[str, list[str]] = {
     "dragons-egg train --resume": [],
     "dragons-egg ship": [],
     "dragons-egg evaluate-run": ["--matches", "4"],
+    "dragons-egg search-targets": ["--iterations", "4", "--rounds", "1", "--matches-per-batch",
+                                   "1", "--batches", "1", "--no-progress"],
     "dragons-egg train-sb3": [
         "--total-timesteps", "256", "--n-steps", "128", "--batch-size", "64", "--n-epochs", "1",
         "--num-rounds", "1", "--eval-matches", "4", "--eval-every", "0"],

@@ -54,7 +54,6 @@ from dragons_egg.experiments.common.runs import (
     HeldInterrupts,
     RunInterrupted,
     RunOutput,
-    atomic_path,
     claim_run_dir,
     config_changes,
     interrupted_exit,
@@ -1325,8 +1324,15 @@ class Run:
             "config_history": self.config_history,
             "tribute_replay": self.learner.replay.state() if self.learner.replay else {}})
         state["digest"] = state_digest(state)
-        with atomic_path(path) as tmp:
+        # a temporary file named as torch names the archive's root folder after it
+        # (``latest.pt``, which load errors quote); removed when the save fails
+        tmp = path.with_name(path.name + ".tmp")
+        try:
             torch.save(state, tmp)
+            tmp.replace(path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         return path
 
     def _load(self, path: Path, trust: bool = False) -> None:
