@@ -141,20 +141,22 @@ def _remove_run(run_dir: Path, found: Sequence[Path]) -> None:
 
 
 def claim_output(out: str | Path, patterns: Iterable[str], *, overwrite: bool = False,
-                 what: str = "results", clear: bool = False) -> Path:
+                 what: str = "results", clear: bool = False,
+                 way_on: str = "give another folder, or --overwrite to replace them") -> Path:
     """``out`` as a folder a command may write its results in, checked before it does any
     work: made if missing (a ``ValueError`` saying why when it cannot be), and a
     ``ValueError`` naming what it holds when it holds entries of ``patterns`` (an earlier
     run's ``what``), unless ``overwrite``: a rerun never writes over earlier results
     unasked. With ``clear``, ``overwrite`` first removes those entries (said), for a command
-    whose files are numbered (``checkpoint_10``) and so would not all be replaced."""
+    whose files are numbered (``checkpoint_10``) and so would not all be replaced. ``way_on``
+    ends the message: what the command offers instead (a command without ``--overwrite``
+    names its ``--resume``)."""
     path = Path(out)
     if path.exists() and not path.is_dir():
         raise ValueError(f"{out} is a file, not a folder")
     found = run_files(path, patterns)
     if found and not overwrite:
-        raise ValueError(f"{out} holds earlier {what} ({listing(found)}): give another "
-                         "folder, or --overwrite to replace them")
+        raise ValueError(f"{out} holds earlier {what} ({listing(found)}): {way_on}")
     if found and clear:
         _remove_run(path, found)
     try:

@@ -43,8 +43,6 @@ from dragons_egg.experiments.common.runs import (
     atomic_path,
     claim_output,
     ignore_interrupts,
-    listing,
-    run_files,
     stops_on_sigterm,
     write_atomically,
 )
@@ -330,12 +328,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
                 parse_spec(f"ismcts-net:path={args.policy}" if args.policy else "ismcts-net")
             except AgentSpecError as exc:
                 parser.error(str(exc))
-            found = run_files(Path(args.out), FOLDER_FILES)
-            if found:
-                raise ValueError(f"{args.out} holds search targets ({listing(found)}): "
-                                 f"continue them with --resume {args.out}, or give another "
-                                 "--out")
-            folder = claim_output(args.out, FOLDER_FILES, what="search targets")
+            folder = claim_output(args.out, FOLDER_FILES, what="search targets",
+                                  way_on=f"continue them with --resume {args.out}, or give "
+                                         "another --out")
             settings = settings_from_args(args)
             write_atomically(folder / "settings.json", json.dumps(settings, indent=1))
         from dragons_egg.agents.ppo import file_sha256
