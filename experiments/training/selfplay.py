@@ -1004,8 +1004,10 @@ class Learner:
     def search_figures(self) -> dict[str, float]:
         """On the held-out search targets (none: ``{}``): the policy's cross-entropy against
         the visit distributions (``search_ce``) and the share of decisions where its most
-        likely move is the move the search played (``search_agree``, and by table size
-        ``search_agree_<N>p``)."""
+        likely move is the move the search played (``search_agree``, by table size
+        ``search_agree_<N>p``, on the decisions where the search played another move than
+        its guiding network's most likely one ``search_agree_overruled``, and on the others
+        ``search_agree_kept``)."""
         held = self.search_held
         if held is None:
             return {}
@@ -1015,6 +1017,13 @@ class Learner:
             logits, _ = self.model(held["obs"], held["mask"])
             same = (logits.argmax(-1) == held["played"]).float()
         out = {"search_ce": round(ce, 4), "search_agree": round(same.mean().item(), 4)}
+        # the decisions where the search overruled its guide carry what the search adds; on
+        # the others, the search and its guide agree, and the policy should keep that move
+        over = held["overruled"]
+        if over.any():
+            out["search_agree_overruled"] = round(same[over].mean().item(), 4)
+        if (~over).any():
+            out["search_agree_kept"] = round(same[~over].mean().item(), 4)
         for n in sorted(set(held["players"].tolist())):
             out[f"search_agree_{n}p"] = round(same[held["players"] == n].mean().item(), 4)
         return out
@@ -1045,7 +1054,8 @@ class Learner:
                     "mask": torch.from_numpy(data["mask"][rows].astype(bool)),
                     "target": torch.from_numpy(data["target"][rows].astype(np.float32)),
                     "played": torch.from_numpy(data["played"][rows].astype(np.int64)),
-                    "players": torch.from_numpy(data["players"][rows].astype(np.int64))}
+                    "players": torch.from_numpy(data["players"][rows].astype(np.int64)),
+                    "overruled": torch.from_numpy(data["played"][rows] != data["net_move"][rows])}
         self.search = tensors(~held)
         self.search_held = tensors(held) if held.any() else None
         sizes, counts = np.unique(data["players"], return_counts=True)

@@ -519,6 +519,16 @@ def test_search_targets_pull_the_policy_towards_the_search(tmp_path, monkeypatch
     assert 0 <= first["search_agree"] <= 1 and first["search_ce"] > 0
     # a whole cycle of table sizes is held out: both sizes are measured
     assert 0 <= first["search_agree_2p"] <= 1 and 0 <= first["search_agree_3p"] <= 1
+    # split by whether the search overruled its guide: the guide is the shipped policy, and
+    # this fresh network plays its own moves, so the two shares are the policy's, row by row
+    torch = run.learner.torch
+    with torch.no_grad():
+        same = run.learner.model(held["obs"], held["mask"])[0].argmax(-1) == held["played"]
+    over = held["overruled"]
+    assert 0 < int(over.sum()) < len(over)  # a budget of 8 iterations overrules often
+    assert first["search_agree_overruled"] == round(same[over].float().mean().item(), 4)
+    assert first["search_agree_kept"] == round(same[~over].float().mean().item(), 4)
+    assert first["search_agree"] == round(same.float().mean().item(), 4)
 
     def cross_entropy():
         torch = run.learner.torch
