@@ -1266,10 +1266,13 @@ class Run:
         if cfg.search_targets:
             self.search_info = self.learner.load_search_targets(cfg.search_targets)
             info = self.search_info
-            print(f"search targets: {info['decisions']:,} decisions of ismcts-net "
+            total = info["decisions"] + info["held_out"]
+            print(f"search targets: {total:,} decisions of ismcts-net "
                   f"({info['iterations']} iterations a move; by table size "
                   f"{info['decisions_by_players']}) from {info['folder']}, gathered in "
-                  f"{info['gathered_seconds']:,.1f} s", file=sys.stderr, flush=True)
+                  f"{info['gathered_seconds']:,.1f} s; {info['decisions']:,} fitted, "
+                  f"{info['held_out']:,} held out for the evaluations", file=sys.stderr,
+                  flush=True)
         #: The learner's policy as the in-process collector plays it (its own generator).
         self.acting = ActingPolicy(self.learner.model, acting_seed(cfg.seed, 0, 0))
         self.samples = 0

@@ -502,7 +502,7 @@ def _targets(tmp_path):
     return out
 
 
-def test_search_targets_pull_the_policy_towards_the_search(tmp_path, monkeypatch):
+def test_search_targets_pull_the_policy_towards_the_search(tmp_path, monkeypatch, capsys):
     """With ``search_targets`` every minibatch also fits the visit distributions: their
     cross-entropy falls over a few updates, the update reports it, the evaluations measure
     it on the held-out batches (here every second one), and the exported policy's provenance
@@ -515,6 +515,11 @@ def test_search_targets_pull_the_policy_towards_the_search(tmp_path, monkeypatch
     assert search is not None and held is not None
     assert run.search_info["decisions"] == len(search["obs"])
     assert run.search_info["held_out"] == len(held["obs"]) > 0
+    fitted, held_out = len(search["obs"]), len(held["obs"])
+    line = next(ln for ln in capsys.readouterr().err.splitlines()
+                if ln.startswith("search targets: "))
+    assert line.startswith(f"search targets: {fitted + held_out:,} decisions of ismcts-net")
+    assert line.endswith(f"{fitted:,} fitted, {held_out:,} held out for the evaluations")
     first = run.run_eval()
     assert 0 <= first["search_agree"] <= 1 and first["search_ce"] > 0
     # a whole cycle of table sizes is held out: both sizes are measured
