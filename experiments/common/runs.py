@@ -424,12 +424,14 @@ def _cells(row: dict[str, Any]) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
+def atomic_path(path: str | Path, tmp_name: str = "") -> Iterator[Path]:
     """A temporary file beside ``path`` for the block to write; renamed over ``path`` when the
     block ends, removed when it fails (a full disk, a Ctrl-C): readers see the old file or the
-    new one, never a part of one, and no temporary file is left behind."""
+    new one, never a part of one, and no temporary file is left behind. ``tmp_name`` names
+    the temporary file (default: a hidden name with the process id), for a writer that
+    records the name it writes to (torch names a checkpoint archive's root after it)."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(tmp_name or f".{path.name}.{os.getpid()}.tmp")
     try:
         yield tmp
         os.replace(tmp, path)

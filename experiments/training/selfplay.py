@@ -54,6 +54,7 @@ from dragons_egg.experiments.common.runs import (
     HeldInterrupts,
     RunInterrupted,
     RunOutput,
+    atomic_path,
     claim_run_dir,
     config_changes,
     interrupted_exit,
@@ -1337,15 +1338,10 @@ class Run:
             "config_history": self.config_history,
             "tribute_replay": self.learner.replay.state() if self.learner.replay else {}})
         state["digest"] = state_digest(state)
-        # a temporary file named as torch names the archive's root folder after it
-        # (``latest.pt``, which load errors quote); removed when the save fails
-        tmp = path.with_name(path.name + ".tmp")
-        try:
+        # torch names the archive's root folder after the file it writes, and load errors
+        # quote that name: ``latest.pt.tmp`` keeps it ``latest.pt``
+        with atomic_path(path, tmp_name=f"{path.name}.tmp") as tmp:
             torch.save(state, tmp)
-            tmp.replace(path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
         return path
 
     def _load(self, path: Path, trust: bool = False) -> None:
