@@ -9,7 +9,9 @@ columns: the actions):
 - ``"tribute"``: :func:`tribute_features`, those counts and the count of dragon cards, per
   tribute context (written by the tribute fit, ``dragons_egg.experiments.research.tribute.fit``);
 - ``"tribute_by_size"``: :func:`sized_tribute_features`, the same per table size (written by
-  the give-back table, ``dragons_egg.experiments.research.tribute.headroom``).
+  the give-back tables: the self-play trainer's own, ``tribute_table``,
+  ``dragons_egg.experiments.training.tribute_table``, and the research tool's,
+  ``dragons_egg.experiments.research.tribute.headroom``).
 
 The head ``"gate"`` (:data:`GATE`, with ``"tribute_by_size"`` only) is a ``pi_gate`` array of
 ``(len(TABLE_SIZES), NUM_ACTIONS)``: per table size, a weight on the network's own logit of each

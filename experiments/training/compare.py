@@ -93,7 +93,8 @@ def train_selfplay(name: str, budget: Budget, out: Path) -> tuple[str, dict[str,
         run.periodic()  # league snapshots, where the variant has them
     fig = {"samples": run.samples - start, **budget.used()}
     path = export_policy(run.learner.model, cfg, out / f"{name}.npz",
-                         {"trainer": "dragons_egg.experiments.training.compare", "variant": name})
+                         {"trainer": "dragons_egg.experiments.training.compare", "variant": name},
+                         run.learner.table)
     return f"net:path={path}", fig
 
 

@@ -81,6 +81,7 @@ from dragons_egg.experiments.training.distributed import (
     resolve_collectors,
 )
 from dragons_egg.experiments.training.scaffold import RunSettings, TrainerCommand, trainer_command
+from dragons_egg.experiments.training.tribute_table import GiveBackTable
 from dragons_egg_env.actions import NUM_ACTIONS
 from dragons_egg_env.config import MAX_PLAYERS, TABLE_SIZES, RulesConfig
 from dragons_egg_env.observation import layout
@@ -185,6 +186,22 @@ class SelfPlayConfig(RunSettings):
     #: counterfactual tribute decisions (a replay, kept in the checkpoint), not only its
     #: rollout's (0). Each is fitted once an epoch, beside the rollout's decisions.
     tribute_cf_replay: int = 0
+    #: Learn a give-back table beside the network (:mod:`.tribute_table`): every
+    #: counterfactual give-back decision adds each choice's value over the heuristic's
+    #: give-back to a key of table size, card group and count held; the exported policy gives
+    #: back by the table at each table size where, on decisions it had not yet fitted, it
+    #: beat the network's own give-back (95% interval above 0), and by the network elsewhere.
+    #: Needs ``tribute_counterfactual`` above 0 (docs/training.md, "A give-back table in the
+    #: trainer").
+    tribute_table: bool = False
+    #: A table key's score is its mean gain shrunk towards the rule's as if this many more
+    #: decisions had gained 0.
+    tribute_table_shrink: float = 50.0
+    #: Held-out give-back decisions per table size (the latest) that decide whether the table
+    #: plays there.
+    tribute_table_window: int = 20_000
+    #: The table plays at a table size only with at least this many held-out decisions there.
+    tribute_table_min: int = 1_000
     #: A search-targets folder (``dragons-egg search-targets``): every minibatch also fits
     #: the policy to ``ismcts-net``'s root visit distributions on ``search_batch`` of the
     #: folder's decisions, drawn at random (cross-entropy, weight ``search_coef``): expert
@@ -278,6 +295,16 @@ class SelfPlayConfig(RunSettings):
         require(not self.tribute_cf_replay or self.tribute_counterfactual > 0,
                 f"tribute_cf_replay ({self.tribute_cf_replay}) keeps counterfactual tribute "
                 "decisions, which tribute_counterfactual 0 makes none of")
+        check_range(self.tribute_table_shrink >= 0, "tribute_table_shrink",
+                    self.tribute_table_shrink, ">= 0")
+        check_range(self.tribute_table_window >= 2, "tribute_table_window",
+                    self.tribute_table_window, ">= 2")
+        check_range(1 <= self.tribute_table_min <= self.tribute_table_window,
+                    "tribute_table_min", self.tribute_table_min,
+                    f"in 1..tribute_table_window ({self.tribute_table_window})")
+        require(not self.tribute_table or self.tribute_counterfactual > 0,
+                "tribute_table learns from counterfactual give-back decisions, which "
+                "tribute_counterfactual 0 makes none of")
         check_range(self.search_coef >= 0, "search_coef", self.search_coef, ">= 0")
         check_range(self.search_batch >= 1, "search_batch", self.search_batch, ">= 1")
         require(not self.search_targets or
@@ -334,8 +361,11 @@ def build_network(cfg: SelfPlayConfig):
     return ActorCritic(layout(cfg.max_players).size, tuple(cfg.hidden))
 
 
-def export_policy(model, cfg: SelfPlayConfig, path: Path, provenance: dict[str, Any]):
-    """Write the network as an ``dragons_egg.agents.netpolicy`` file (numpy arrays)."""
+def export_policy(model, cfg: SelfPlayConfig, path: Path, provenance: dict[str, Any],
+                  table: GiveBackTable | None = None):
+    """Write the network as an ``dragons_egg.agents.netpolicy`` file (numpy arrays); with the
+    run's give-back ``table`` (``tribute_table``), its give-back at the sizes where the table
+    plays (:meth:`~.tribute_table.GiveBackTable.policy`)."""
     from dragons_egg.agents.netpolicy import NetPolicy
 
     lin = [m for m in model.trunk if hasattr(m, "weight")]
@@ -345,7 +375,16 @@ def export_policy(model, cfg: SelfPlayConfig, path: Path, provenance: dict[str, 
     meta = {"max_players": cfg.max_players, "obs_size": layout(cfg.max_players).size,
             "num_actions": NUM_ACTIONS, "hidden": list(cfg.hidden), "activation": "tanh",
             "provenance": provenance}
-    return NetPolicy(layers, pi, v, meta).save(path)
+    policy = NetPolicy(layers, pi, v, meta)
+    return (policy if table is None else table.policy(policy)).save(path)
+
+
+def new_table(cfg: SelfPlayConfig) -> GiveBackTable | None:
+    """An empty give-back table with the run's settings (``tribute_table``), else None."""
+    if not cfg.tribute_table:
+        return None
+    return GiveBackTable(cfg.max_players, cfg.tribute_table_shrink, cfg.tribute_table_window,
+                         cfg.tribute_table_min)
 
 
 def placement(cfg: SelfPlayConfig) -> dict[str, Any]:
@@ -425,7 +464,8 @@ def state_digest(state: dict[str, Any]) -> str:
         if isinstance(v, torch.Tensor):
             t = v.detach().cpu().contiguous()
             h.update(f"T{t.dtype}{tuple(t.shape)}:".encode())
-            h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+            if t.numel():  # an empty tensor has nothing to hash (and no byte view)
+                h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
         elif isinstance(v, dict):
             h.update(b"{")
             for k in sorted(v, key=lambda k: (type(k).__name__, str(k))):
@@ -590,7 +630,14 @@ def export_checkpoint(path: str | Path, dest: str | Path, command: str = "",
     if state.get("config_history"):
         prov["config_history"] = state["config_history"]
     dest = Path(dest)
-    export_policy(model, cfg, dest, prov)
+    table = new_table(cfg)
+    if table is not None:
+        try:
+            table.load(state.get("tribute_table", {}))
+        except ValueError as exc:
+            raise ValueError(f"checkpoint {path}: {exc}") from None
+        prov["tribute_table"] = table.summary()
+    export_policy(model, cfg, dest, prov, table)
     dest.with_suffix(".json").write_text(json.dumps(prov, indent=1) + "\n")
     return dest
 
@@ -996,6 +1043,8 @@ class Learner:
         self.before_minibatch: Any = None
         #: The counterfactual decisions every update fits (``tribute_cf_replay``), else None.
         self.replay = TributeReplay(cfg.tribute_cf_replay) if cfg.tribute_cf_replay else None
+        #: The give-back table learned beside the network (``tribute_table``), else None.
+        self.table = new_table(cfg)
         #: The search targets every minibatch fits (``search_targets``: obs, mask and
         #: target tensors), else None; :meth:`load_search_targets`.
         self.search: dict[str, Any] | None = None
@@ -1090,6 +1139,10 @@ class Learner:
         if search is not None:
             stats["search_loss"] = 0.0
         regret = tribute_regret(ro) if len(ro.cf_index) else None
+        if self.table is not None and len(ro.cf_index):
+            mask = ro.mask[ro.cf_index]
+            self.table.add(ro.obs[ro.cf_index], mask, ro.cf_q,
+                           np.argmax(np.where(mask, ro.cf_probs, -1.0), axis=1))
         count = 0
         # equal minibatches of at most ``minibatch`` decisions: no tiny remainder whose
         # advantages could not be normalised (one decision has no standard deviation)
@@ -1117,6 +1170,8 @@ class Learner:
         out = {k: v / max(count, 1) for k, v in stats.items()}
         if regret is not None:
             out["cf_regret"] = regret
+        if self.table is not None:
+            out.update(self.table.figures())
         return out
 
     def _minibatch(self, b: dict[str, Any], cf: dict[str, Any] | None = None,
@@ -1336,7 +1391,8 @@ class Run:
             "eval_seconds": self.eval_seconds, "history": self.history,
             "league": self.league, "marks": self.marks,
             "config_history": self.config_history,
-            "tribute_replay": self.learner.replay.state() if self.learner.replay else {}})
+            "tribute_replay": self.learner.replay.state() if self.learner.replay else {},
+            "tribute_table": self.learner.table.state() if self.learner.table else {}})
         state["digest"] = state_digest(state)
         # torch names the archive's root folder after the file it writes, and load errors
         # quote that name: ``latest.pt.tmp`` keeps it ``latest.pt``
@@ -1363,6 +1419,11 @@ class Run:
         if self.learner.replay is not None:  # an older checkpoint's run kept none
             try:
                 self.learner.replay.load(state.get("tribute_replay", {}))
+            except ValueError as exc:
+                raise ValueError(f"checkpoint {path}: {exc}") from None
+        if self.learner.table is not None:  # a run without the table kept none
+            try:
+                self.learner.table.load(state.get("tribute_table", {}))
             except ValueError as exc:
                 raise ValueError(f"checkpoint {path}: {exc}") from None
         # checkpoints from before the config history have none
@@ -1397,7 +1458,7 @@ class Run:
 
     def _add_snapshot(self) -> None:
         path = self.dir / "policies" / f"snapshot_{self.samples}.npz"
-        export_policy(self.learner.model, self.cfg, path, self._provenance())
+        export_policy(self.learner.model, self.cfg, path, self._provenance(), self.learner.table)
         self.league.append(str(path))
         self.league = self.league[-self.cfg.max_snapshots:]
         self._sync_league()
@@ -1564,7 +1625,7 @@ class Run:
         t0 = time.perf_counter()
         path = export_policy(self.learner.model, cfg,
                              self.dir / "policies" / f"policy_{self.samples}.npz",
-                             self._provenance())
+                             self._provenance(), self.learner.table)
         row = {"samples": self.samples, "seconds": round(self.seconds, 1)}
         row.update(cfg.evaluate(f"net:path={path}", players=cfg.eval_players,
                                 seed=cfg.seed + 7919 * len(self.history),
@@ -1590,7 +1651,7 @@ class Run:
             self.run_eval()
         self.save()
         final = export_policy(self.learner.model, self.cfg, self.dir / "final.npz",
-                              self._provenance())
+                              self._provenance(), self.learner.table)
         budget = {**(self.budget or self.sample_budget()), "trained": self.samples,
                   "overshoot": max(self.samples - self.cfg.total_samples, 0)}
         (self.dir / "summary.json").write_text(json.dumps(json_ready({

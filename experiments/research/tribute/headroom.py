@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 
 from dragons_egg.agents.base import Agent
-from dragons_egg.agents.heads import group_counts, tribute_context, tribute_row
+from dragons_egg.agents.heads import group_counts, tribute_context
 from dragons_egg.agents.heuristic import HeuristicAgent
 from dragons_egg.experiments.common.args import int_range, table_size
 from dragons_egg.experiments.common.runs import claim_output
@@ -69,7 +69,8 @@ from dragons_egg.experiments.research.tribute.fit import (
     load_data,
 )
 from dragons_egg.experiments.training.counterfactual import COLUMN_GROUP, action_classes
-from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
+from dragons_egg.experiments.training.tribute_table import EXPORT_SCALE
+from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, PASS
 from dragons_egg_env.cards import NUM_NUMBERS
 from dragons_egg_env.extras import require_cli
 from dragons_egg_env.observation import players_for_size
@@ -257,49 +258,29 @@ def validate(r: dict[str, np.ndarray], data: dict[str, np.ndarray], features: st
 #: ``pi_counts`` has a weight per table size, tribute context, card group and count held,
 #: :func:`dragons_egg.agents.heads.sized_tribute_features`).
 EXPORT_FEATURES = "group"
-#: Logit units per unit of table score in an exported policy (the give columns' own logits
-#: are switched off at the table's size, so only the table's order matters).
-EXPORT_SCALE = 1000.0
+
 
 
 def table_policy(policy, table: dict[tuple[int, ...], float], meta: dict[str, Any],
                  players: int):
     """``policy`` (a :class:`dragons_egg.agents.netpolicy.NetPolicy` without ``pi_counts``) with its
     give-back at ``players`` seats chosen by a give-back ``table`` over (group, count), as a
-    policy with the heads ``tribute_by_size`` and ``gate``: at that table size the give
-    columns' own logits are switched off (``pi_gate`` 0) and the table's scores, times
-    :data:`EXPORT_SCALE`, are written into that size's give-back block of ``pi_counts``.
-    Every other table size, and play, the pass and
-    the asks at every size, are left exactly as they were. A key the table lacks scores 0.
-    The Egg, where the rules let it be given back (R33; no data holds such states), scores
-    above every key, as in H9. Among the cards of the best key the first legal column is
-    given (suits cannot change the game, R7); :class:`TableTribute` keeps the heuristic's
+    policy with the heads ``tribute_by_size`` and ``gate``
+    (:func:`dragons_egg.experiments.training.tribute_table.giveback_policy`, which the trainer's
+    own give-back table is written with): at that table size the give columns' own logits are
+    switched off and the table's scores are their logits. Every other table size, and play,
+    the pass and the asks at every size, are left exactly as they were. A key the table lacks
+    scores 0. The Egg, where the rules let it be given back (R33; no data holds such states),
+    scores above every key, as in H9. Among the cards of the best key the first legal column
+    is given (suits cannot change the game, R7); :class:`TableTribute` keeps the heuristic's
     choice on ties instead."""
-    from dragons_egg.agents.heads import SIZED_TRIBUTE_FEATURES
-    from dragons_egg.agents.netpolicy import NetPolicy
-    from dragons_egg_env.config import TABLE_SIZES
+    from dragons_egg.experiments.training.tribute_table import KEYS, giveback_policy
 
-    if policy.pi_counts is not None or policy.pi_gate is not None:
-        raise ValueError("the base policy already has a tribute term (pi_counts); export "
-                         "from the policy it came from")
-    if players not in TABLE_SIZES:
-        raise ValueError(f"players must be one of {TABLE_SIZES}, not {players}")
-    size = TABLE_SIZES.index(players)
-    gate = np.ones((len(TABLE_SIZES), NUM_ACTIONS), np.float32)
-    gate[size, GIVE_BASE:] = 0.0
-    counts = np.zeros((SIZED_TRIBUTE_FEATURES, NUM_ACTIONS), np.float32)
-    top = max([0.0, *table.values()])
-    for col in range(GIVE_BASE, NUM_ACTIONS):
-        group = COLUMN_GROUP[col - ASK_BASE]
-        for c in range(5):  # exactly one count of each group is held, so one row is active
-            if group < 0:  # the Egg, scored on the dragon group's rows
-                row = tribute_row("give", NUM_NUMBERS, c, players)
-                counts[row, col] = EXPORT_SCALE * (top + 1.0)
-            else:
-                row = tribute_row("give", group, c, players)
-                counts[row, col] = EXPORT_SCALE * table.get((group, c), 0.0)
-    return NetPolicy(policy.layers, policy.pi, policy.v, meta, counts, gate,
-                     heads=["tribute_by_size", "gate"])
+    scores = np.zeros(KEYS)
+    for (group, count), value in table.items():
+        if group <= DRAGONS:  # the Egg's key, if any, is scored by giveback_policy
+            scores[group * 5 + count] = value
+    return giveback_policy(policy, {players: scores}, meta)
 
 
 def export(data_path: str | Path, base_path: str | Path, out: Path, players: int,
