@@ -1392,7 +1392,8 @@ class Run:
             "league": self.league, "marks": self.marks,
             "config_history": self.config_history,
             "tribute_replay": self.learner.replay.state() if self.learner.replay else {},
-            "tribute_table": self.learner.table.state() if self.learner.table else {}})
+            "tribute_table": self.learner.table.state() if self.learner.table is not None
+            else {}})
         state["digest"] = state_digest(state)
         # torch names the archive's root folder after the file it writes, and load errors
         # quote that name: ``latest.pt.tmp`` keeps it ``latest.pt``
