@@ -184,7 +184,7 @@ class GiveBackTable:
         out = {}
         for s, d in enumerate(self.held_out):
             if len(d):
-                half = 1.96 * float(d.std(ddof=1)) / np.sqrt(len(d)) if len(d) > 1 else np.inf
+                half = 1.96 * float(d.std(ddof=1)) / len(d) ** 0.5 if len(d) > 1 else np.inf
                 mean = float(d.mean())
                 out[TABLE_SIZES[s]] = {"n": len(d), "mean": mean, "low": mean - half,
                                        "high": mean + half}
