@@ -98,6 +98,23 @@ def small_policy(path, seed=0, seconds=100.0, hidden=16):
     return NetPolicy(layers, pi, v, meta).save(path)
 
 
+def assert_play_logits_kept(pol, base, seed=0, rows=16):
+    """``pol``'s logits below ``GIVE_BASE`` (play, the pass, the asks) equal ``base``'s on
+    ``rows`` random observations of a 4-seat table, every action allowed: a tribute term
+    written into a policy file leaves every other decision as it was."""
+    from dragons_egg_env.actions import GIVE_BASE, NUM_ACTIONS
+    from dragons_egg_env.observation import layout
+
+    lay = layout(8)
+    x = (np.random.default_rng(seed).random((rows, lay.size)) < 0.2).astype(np.float32)
+    seats = lay.field("seat_present")
+    x[:, seats.start:seats.start + seats.size] = 0.0
+    x[:, seats.start:seats.start + 4] = 1.0
+    every = np.ones((rows, NUM_ACTIONS), bool)
+    keep = np.arange(NUM_ACTIONS) < GIVE_BASE
+    np.testing.assert_array_equal(pol.logits(x, every)[:, keep], base.logits(x, every)[:, keep])
+
+
 def tiny(tmp_path, **kw):
     """The settings of a self-play run of seconds (2 table sizes x 6 matches x 12 steps = 144
     learner samples a rollout), ``kw`` overriding; its folder is under ``tmp_path``."""

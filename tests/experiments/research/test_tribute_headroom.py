@@ -199,7 +199,7 @@ def test_the_egg_given_back_is_a_class_of_its_own_in_every_state():
 
 
 def test_an_exported_policy_gives_back_by_the_table_and_plays_as_before(tmp_path):
-    from support import small_policy
+    from support import assert_play_logits_kept, small_policy
 
     from dragons_egg.agents.heads import SIZED_TRIBUTE_FEATURES
     from dragons_egg.agents.netpolicy import load_policy_file
@@ -229,14 +229,7 @@ def test_an_exported_policy_gives_back_by_the_table_and_plays_as_before(tmp_path
     for n in (2, 3, 5, 8):
         other = give_data(1, {}, players=n)["obs"]
         np.testing.assert_array_equal(pol.logits(other, mask), base.logits(other, mask))
-    rng = np.random.default_rng(0)
-    x = (rng.random((16, obs.shape[1])) < 0.2).astype(np.float32)
-    seats = layout(8).field("seat_present")
-    x[:, seats.start:seats.start + seats.size] = 0.0
-    x[:, seats.start:seats.start + 4] = 1.0
-    every = np.ones((16, NUM_ACTIONS), bool)
-    keep = np.arange(NUM_ACTIONS) < GIVE_BASE
-    np.testing.assert_array_equal(pol.logits(x, every)[:, keep], base.logits(x, every)[:, keep])
+    assert_play_logits_kept(pol, base)
     with pytest.raises(ValueError, match="already has a tribute term"):
         H.table_policy(pol, table, dict(base.meta), 4)
     with pytest.raises(ValueError, match="players must be one of"):

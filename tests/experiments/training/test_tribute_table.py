@@ -85,7 +85,7 @@ def test_the_fit_adds_each_keys_gain_over_the_heuristic_after_scoring_the_table(
 
 
 def test_the_table_plays_only_where_it_beat_the_network_on_held_out_decisions(tmp_path):
-    from support import small_policy
+    from support import assert_play_logits_kept, small_policy
 
     from dragons_egg.agents.netpolicy import load_policy_file
 
@@ -115,13 +115,7 @@ def test_the_table_plays_only_where_it_beat_the_network_on_held_out_decisions(tm
     for n in (2, 3, 5, 8):  # every other size gives back by the network, exactly
         obs, mask, _ = give_states(1, players=n)
         np.testing.assert_array_equal(pol.logits(obs, mask), base.logits(obs, mask))
-    x = (rng.random((16, obs4.shape[1])) < 0.2).astype(np.float32)  # play: untouched
-    seats = layout(8).field("seat_present")
-    x[:, seats.start:seats.start + seats.size] = 0.0
-    x[:, seats.start:seats.start + 4] = 1.0
-    every = np.ones((16, NUM_ACTIONS), bool)
-    keep = np.arange(NUM_ACTIONS) < GIVE_BASE
-    np.testing.assert_array_equal(pol.logits(x, every)[:, keep], base.logits(x, every)[:, keep])
+    assert_play_logits_kept(pol, base)  # play, the pass and the asks: untouched
     again = load_policy_file(pol.save(tmp_path / "t.npz"))
     assert again.meta["heads"] == ["tribute_by_size", "gate"]
     np.testing.assert_array_equal(again.logits(obs4, mask), pol.logits(obs4, mask))
