@@ -28,11 +28,13 @@ $(LINKS): $(STAMP) $(PACKAGE_DIRS)
 demo: $(LINKS)
 	$(PY) -m dragons_egg.experiments.cli.main_job
 
+# --max-worker-restart=0: a test that takes its worker process down fails the run at once,
+# naming the test (pytest-xdist's --dist loadfile can wait forever on a replaced worker).
 test: $(LINKS)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy -p dragons_egg_env -p dragons_egg.agents
-	$(VENV)/bin/pytest -n 2 --dist loadfile -q
+	$(VENV)/bin/pytest -n 2 --dist loadfile --max-worker-restart=0 -q
 	$(MAKE) docs
 
 lint: $(LINKS)

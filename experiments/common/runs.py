@@ -299,13 +299,15 @@ def ignore_interrupts() -> None:
 @contextlib.contextmanager
 def sigterm_kept() -> Iterator[None]:
     """Within: code that installs a SIGTERM handler of its own (``ray.init`` installs one that
-    exits at once) does not replace :func:`sigterm_interrupts`'s, which is put back after."""
+    exits at once, and ``ray.shutdown`` leaves it) does not keep it: the handler before is put
+    back after, :func:`sigterm_interrupts`'s within a command, the caller's own (the default
+    action, most often) where a library user calls the trainer in their process."""
     before = signal.getsignal(signal.SIGTERM)
     try:
         yield
     finally:
-        if before is _sigterm and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, _sigterm)
+        if before is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, before)
 
 
 class HeldInterrupts:

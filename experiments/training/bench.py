@@ -277,6 +277,7 @@ def bench_train_ppo(seconds: float, threads: int, out: Path) -> dict[str, Any]:
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from dragons_egg.experiments.training.train_ppo import TrainConfig, make_env_fn
@@ -288,6 +289,7 @@ def bench_train_ppo(seconds: float, threads: int, out: Path) -> dict[str, Any]:
                         n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs,
                         gamma=cfg.gamma, policy_kwargs={"net_arch": list(cfg.net_arch)},
                         seed=cfg.seed, device="cpu", verbose=0)
+    model.set_logger(Logger(None, []))  # no output: not even SB3's empty /tmp/SB3-<time> folder
 
     class Stop(BaseCallback):
         def __init__(self) -> None:

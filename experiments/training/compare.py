@@ -100,8 +100,11 @@ def train_selfplay(name: str, budget: Budget, out: Path) -> tuple[str, dict[str,
 
 def _sb3_model(venv: Any, seed: int, **kwargs: Any) -> Any:
     from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.logger import Logger
 
-    return MaskablePPO("MlpPolicy", venv, seed=seed, device="cpu", verbose=0, **kwargs)
+    model = MaskablePPO("MlpPolicy", venv, seed=seed, device="cpu", verbose=0, **kwargs)
+    model.set_logger(Logger(None, []))  # no output: not even SB3's empty /tmp/SB3-<time> folder
+    return model
 
 
 def _learn_for(model: Any, budget: Budget, warmup: int) -> dict[str, Any]:

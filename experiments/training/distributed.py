@@ -125,7 +125,6 @@ class CollectorWorker:
         self.snap_fns: list[Any] = []
         self.league_version = -1
         self.started = False
-        self._dir = tempfile.TemporaryDirectory(prefix="dragons-egg-league-")
 
     def set_league(self, version: int, snapshots: list[tuple[str, bytes]]) -> None:
         """The league's snapshots (file name and the bytes of a policy file), as the driver has
@@ -134,11 +133,13 @@ class CollectorWorker:
         from dragons_egg.experiments.training.selfplay import snapshot_fns
 
         policies = []
-        for name, data in snapshots:
-            path = Path(self._dir.name) / Path(name).name
-            if not path.is_file():
+        # read through a folder that is gone when they are read: an actor ends by ray.kill,
+        # which runs no finalizer, so a folder kept for its life would stay behind in /tmp
+        with tempfile.TemporaryDirectory(prefix="dragons-egg-league-") as folder:
+            for name, data in snapshots:
+                path = Path(folder) / Path(name).name
                 path.write_bytes(data)
-            policies.append(load_policy_file(path))
+                policies.append(load_policy_file(path))
         self.snap_fns = snapshot_fns(policies)
         self.collector.league_size = len(policies) + len(self.agent_fns)
         self.league_version = version

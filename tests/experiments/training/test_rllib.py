@@ -34,10 +34,12 @@ def stale_cluster_file():
 @pytest.fixture(scope="module")
 def ray_local():
     """A private local Ray instance, whatever else runs on the machine."""
+    from dragons_egg.experiments.common.runs import sigterm_kept
     from dragons_egg.experiments.training.distributed import ray_init_kwargs
 
     if not ray.is_initialized():
-        ray.init(**ray_init_kwargs(None, num_cpus=2))
+        with sigterm_kept():  # ray.init's SIGTERM handler (sys.exit) stays out of this process
+            ray.init(**ray_init_kwargs(None, num_cpus=2))
     yield
     ray.shutdown()
 

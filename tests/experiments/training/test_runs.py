@@ -229,7 +229,8 @@ def test_ctrl_c_during_an_update_saves_after_it(sig, tmp_path, monkeypatch, caps
 def test_sigterm_stops_as_ctrl_c_only_where_asked():
     """Outside ``sigterm_interrupts`` SIGTERM keeps its default action (the process ends);
     within, it raises KeyboardInterrupt, and a handler installed meanwhile by code such as
-    ``ray.init`` (one that exits at once) is replaced again by ``sigterm_kept``."""
+    ``ray.init`` (one that exits at once) is replaced again by ``sigterm_kept``; outside, it
+    gives back the default action."""
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     with runs.sigterm_interrupts():
         with pytest.raises(KeyboardInterrupt):
@@ -252,8 +253,8 @@ def test_sigterm_stops_as_ctrl_c_only_where_asked():
         _, status = os.waitpid(child, 0)
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
-    with runs.sigterm_kept():  # outside: nothing to keep, nothing changed
-        pass
+    with runs.sigterm_kept():  # outside (a library call): the default action is given back
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
