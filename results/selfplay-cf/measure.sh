@@ -6,11 +6,12 @@
 #   the learned tribute minus the heuristic's at every size, under the agent's own play and
 #   under the heuristic's (20,000 deal sequences; 100,000 at 4 players), asks and give-backs
 #   apart (learned-ask, learned-give);
-#   the candidate against the agent shipped before it (the 4-player give-back table,
-#   results/selfplay-shipped/v4) at every size (1,000 matches each; `previous`);
+#   the candidate against the agent shipped before it (PREVIOUS; by default the 4-player
+#   give-back table, results/selfplay-shipped/v4, which this folder's candidate followed) at
+#   every size (1,000 matches each; `previous`);
 #   the candidate against the heuristic at every size (500 matches each; `heuristic`).
 # Resumable: a finished measure is skipped; one cut short is resumed (--resume).
-#   POLICY=FILE.npz OUT=DIR WORKERS=2 bash results/selfplay-cf/measure.sh [previous|heuristic|tournaments|tribute]
+#   POLICY=FILE.npz OUT=DIR WORKERS=2 [PREVIOUS=FILE.npz] bash results/selfplay-cf/measure.sh [previous|heuristic|tournaments|tribute]
 # DIV divides every count (DIV=100: a smoke test of minutes, not a measure).
 set -e
 POLICY=${POLICY:-results/selfplay-cf/policy.npz}
@@ -19,7 +20,7 @@ WORKERS=${WORKERS:-2}
 DIV=${DIV:-1}
 what=${1:-all}
 me="ppo:path=$POLICY"
-v4="ppo:path=results/selfplay-shipped/v4/ppo_dragons_egg.npz"
+v4="ppo:path=${PREVIOUS:-results/selfplay-shipped/v4/ppo_dragons_egg.npz}"
 net="ismcts-net:path=$POLICY,iterations=100"
 
 tournament() {  # DIR MATCHES SEED AGENT...
