@@ -75,10 +75,10 @@ NOT_RUN_HERE = {
     "dragons-egg ship runs/tribute-table-v4":
         "the recipe of the agent shipped before: it replaced the package's shipped agent "
         "(--into-package)",
-    "bash results/selfplay-cf/run.sh":
+    "bash results/selfplay-tt/run.sh":
         "the shipped agent's recipe: it resumes the run committed in results/ of the checkout "
         "(a maintainer's record; 6 hours of training in all)",
-    "dragons-egg ship results/selfplay-cf/":
+    "dragons-egg ship results/selfplay-tt/":
         "the shipped agent's recipe: it replaces the package's shipped agent (--into-package)",
     "dragons-egg tribute-analysis --play P":
         "the shipped agent's measurement (P is a placeholder; 100,000 deal sequences)",

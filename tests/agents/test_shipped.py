@@ -14,16 +14,18 @@ from dragons_egg_env.config import TABLE_SIZES, RulesConfig
 
 PROVENANCE = SHIPPED.with_suffix(".json")
 ROOT = Path(__file__).resolve().parents[2]
-RUN = ROOT / "results" / "selfplay-cf" / "run"
-#: The self-play snapshot the shipped agent is: the run's last policy inside its budget.
-SNAPSHOT = RUN / "policies" / "snapshot_210313002.npz"
+RUN = ROOT / "results" / "selfplay-tt" / "run"
+#: The policy the shipped agent is: the run's final policy, inside its 6-hour budget.
+SNAPSHOT = RUN / "final.npz"
+#: The agent shipped before it, still played by path.
+SHIPPED_BEFORE = ROOT / "results" / "selfplay-cf" / "policy.npz"
 
 
 def test_shipped_policy_is_small_and_documented():
     assert SHIPPED.is_file(), "the shipped policy is missing"
     assert SHIPPED.stat().st_size < 5 * 2**20
     meta = json.loads(PROVENANCE.read_text())
-    assert meta["command"] == "bash results/selfplay-cf/run.sh"
+    assert meta["command"] == "bash results/selfplay-tt/run.sh"
     assert (ROOT / meta["command"].split()[-1]).is_file()
     assert meta["checkpoint"] == str(SNAPSHOT.relative_to(ROOT))
     # trained within the 6 hours of issue 25, counted across resumes (the run it continued
@@ -36,24 +38,31 @@ def test_shipped_policy_is_small_and_documented():
     assert load_policy_file(SHIPPED).meta["provenance"]["samples"] == meta["samples"]
 
 
-def test_shipped_tribute_is_learned_by_the_trainer_with_no_table_or_gate():
+def test_shipped_tribute_is_learned_by_the_trainer_with_nothing_fitted_after():
     shipped = load_policy_file(SHIPPED)
-    snapshot = load_policy_file(SNAPSHOT)
-    # the run's own network, every weight as the trainer left it: no head fitted afterwards
-    assert shipped.heads == () and shipped.pi_counts is None and shipped.pi_gate is None
+    final = load_policy_file(SNAPSHOT)
+    # the run's final policy as the trainer wrote it, its give-back table and the table sizes
+    # where it plays included: no head fitted afterwards
+    assert shipped.heads == final.heads == ("tribute_by_size", "gate")
     for (w, b), (w0, b0) in zip([*shipped.layers, shipped.pi, shipped.v],
-                                [*snapshot.layers, snapshot.pi, snapshot.v], strict=True):
+                                [*final.layers, final.pi, final.v], strict=True):
         np.testing.assert_array_equal(w, w0)
         np.testing.assert_array_equal(b, b0)
-    # its tribute decisions had counterfactual values in training: a share of 0.3 from the
-    # shipped run's checkpoint, then every one (the run's settings history)
+    np.testing.assert_array_equal(shipped.pi_counts, final.pi_counts)
+    np.testing.assert_array_equal(shipped.pi_gate, final.pi_gate)
+    # the table plays at the sizes where the trainer's held-out give-backs found it ahead of
+    # the network's own (gate 0 on the give-backs there), the network's give-back elsewhere
     meta = json.loads(PROVENANCE.read_text())
-    assert meta["config"]["tribute_counterfactual"] == 1.0
-    history = json.loads((RUN / "config_history.json").read_text())
-    shares = [e["changes"]["tribute_counterfactual"] for e in history
-              if "tribute_counterfactual" in e["changes"]]
-    assert shares == [[0.0, 0.3], [0.3, 1.0]]
-    assert "--tribute-counterfactual" in meta["note"]
+    assert meta["config"]["tribute_table"] is True
+    table = meta["tribute_table"]
+    assert table["sizes"] == [3, 4, 5, 6] and table["decisions"] > 0
+    plays = [n for n in TABLE_SIZES if not shipped.pi_gate[n - min(TABLE_SIZES)].all()]
+    assert plays == table["sizes"]
+    for n in table["sizes"]:
+        assert table["validation"][str(n)]["low"] > 0
+    # its other tribute decisions had counterfactual values in training (a share of 0.3)
+    assert meta["config"]["tribute_counterfactual"] == 0.3
+    assert "--tribute-table" in meta["note"]
 
 
 def test_previous_shipped_checkpoint_stays_and_is_documented():
@@ -74,7 +83,7 @@ def test_shipped_agent_plays_only_legal_moves_at_every_table_size(n):
         assert len(rec.rounds) == 3
 
 
-@pytest.mark.parametrize("previous", [PREVIOUS, SNAPSHOT])
+@pytest.mark.parametrize("previous", [PREVIOUS, SNAPSHOT, SHIPPED_BEFORE])
 def test_previous_agents_still_play_by_path(previous):
     config = RulesConfig(num_players=4, num_rounds=2)
     agents = [make_agent(f"ppo:path={previous}", seed=0)] + \
