@@ -9,6 +9,7 @@ pytest.importorskip("sb3_contrib")
 
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+from stable_baselines3.common.logger import Logger
 
 from dragons_egg.experiments.training.sb3_vec import SB3VectorEnv
 from dragons_egg_env.vector_env import SingleAgentVectorEnv
@@ -82,6 +83,7 @@ def test_maskable_ppo_learns_unchanged():
     vec = SB3VectorEnv(CountingEnv(4, [first_legal], num_players=3, num_rounds=1, seed=0))
     model = MaskablePPO("MlpPolicy", vec, n_steps=32, batch_size=64, n_epochs=1, seed=0,
                         device="cpu")
+    model.set_logger(Logger(None, []))  # no empty /tmp/SB3-<time> folder left behind
     model.learn(256)
     assert model.num_timesteps >= 256
     assert CountingEnv.steps >= 256 // 4  # every step went through the mask check
