@@ -56,7 +56,7 @@ def test_shipped_tribute_is_learned_by_the_trainer_with_nothing_fitted_after():
     assert meta["config"]["tribute_table"] is True
     table = meta["tribute_table"]
     assert table["sizes"] == [3, 4, 5, 6] and table["decisions"] > 0
-    plays = [n for n in TABLE_SIZES if not shipped.pi_gate[n - min(TABLE_SIZES)].all()]
+    plays = [n for n, row in zip(TABLE_SIZES, shipped.pi_gate, strict=True) if not row.all()]
     assert plays == table["sizes"]
     for n in table["sizes"]:
         assert table["validation"][str(n)]["low"] > 0
