@@ -275,20 +275,16 @@ def bench_train_ppo(seconds: float, threads: int, out: Path) -> dict[str, Any]:
     """Samples per second of ``dragons_egg.experiments.training.train_ppo`` (SB3
     MaskablePPO, its defaults)."""
     import torch
-    from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from dragons_egg.experiments.training.train_ppo import TrainConfig, make_env_fn
+    from dragons_egg.experiments.training.train_ppo import TrainConfig, _make_model, make_env_fn
 
     torch.set_num_threads(threads)
     cfg = TrainConfig(out_dir=str(out), run_name="bench-ppo", progress=False)
     venv = DummyVecEnv([make_env_fn(cfg, i) for i in range(cfg.n_envs)])
-    model = MaskablePPO("MlpPolicy", venv, learning_rate=cfg.learning_rate,
-                        n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs,
-                        gamma=cfg.gamma, policy_kwargs={"net_arch": list(cfg.net_arch)},
-                        seed=cfg.seed, device="cpu", verbose=0)
+    model = _make_model(cfg, venv, resume=None)  # the learner train_ppo builds, exactly
     model.set_logger(Logger(None, []))  # no output: not even SB3's empty /tmp/SB3-<time> folder
 
     class Stop(BaseCallback):

@@ -73,3 +73,25 @@ def test_json_is_written_as_each_part_finishes_and_never_over_an_earlier_one(
     seen.clear()
     assert bench.main([*argv, "--overwrite"]) == 0
     assert json.loads(path.read_text())["partial"] is False
+
+
+def test_the_sb3_row_measures_the_learner_train_ppo_builds(tmp_path, monkeypatch):
+    """The MaskablePPO row times ``train_ppo``'s own learner (its entropy coefficient, GAE
+    lambda and clip range included), not a second hand-built one, and writes nothing."""
+    from dragons_egg.experiments.training import train_ppo
+    from dragons_egg.experiments.training.bench import bench_train_ppo
+
+    built, original = [], train_ppo._make_model
+
+    def make_model(*args, **kwargs):
+        built.append(original(*args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(train_ppo, "_make_model", make_model)
+    fig = bench_train_ppo(0.05, 1, tmp_path)
+    cfg = train_ppo.TrainConfig()
+    (model,) = built
+    assert (model.ent_coef, model.gae_lambda, model.n_epochs) == (
+        cfg.ent_coef, cfg.gae_lambda, cfg.n_epochs)
+    assert fig["samples"] > 0 and fig["samples_per_s"] > 0
+    assert list(tmp_path.iterdir()) == []
