@@ -9,6 +9,9 @@ it names (``PATHS``: comma-separated, relative to the repository root):
   differences in mean match score;
 - ``sizes:DIR,DIR,...``: one row per tournament of two agents, at its table size: the
   difference between the first and the second agent;
+- ``roles:DIR,DIR,...``: one row per tournament of the same two agents, at its table size:
+  how often a seat of each finished first (the Dragon) and last (the Egg holder), beside
+  the even share, 1 / players;
 - ``tribute:DIR,DIR,...``: one row per tribute analysis and play policy
   (``dragons_egg.experiments.evaluation.tribute``):
   the Dragon's round-2 reward under each tribute policy, learned - heuristic, and the
@@ -83,6 +86,26 @@ def sizes_block(root: Path, dirs: list[str]) -> str:
     return "\n".join(lines)
 
 
+def roles_block(root: Path, dirs: list[str]) -> str:
+    labels: list[str] = []
+    rows = []
+    for d in dirs:
+        s = _load(root, d)
+        cfg = _load(root, d, "config.json")
+        pair = s["labels"][:2]
+        if labels and pair != labels:
+            raise ValueError(f"README roles block: {d} plays {pair}, not {labels} as the "
+                             f"block's first folder does")
+        labels = pair
+        m = [s["agents"][a] for a in pair]
+        rows.append(f"| {cfg['num_players']} | {1 / cfg['num_players']:.3f} | "
+                    + " | ".join(_est(x[k]) for k in ("dragon_rate", "egg_rate") for x in m)
+                    + " |")
+    a, b = (f"`{x}`" for x in labels)
+    return "\n".join([f"| players | even share | Dragon rate: {a} | {b} | Egg rate: {a} | {b} |",
+                      "|---:|---:|---|---|---|---|", *rows])
+
+
 def tribute_block(root: Path, dirs: list[str]) -> str:
     lines = ["| play policy (every seat) | learned tribute | deal sequences | none | random | "
              "heuristic | learned | learned - heuristic | its asks alone | its give-back "
@@ -124,7 +147,8 @@ def training_block(root: Path, dirs: list[str]) -> str:
 
 
 RENDERERS: dict[str, Callable[[Path, list[str]], str]] = {
-    "tournament": tournament_block, "sizes": sizes_block, "tribute": tribute_block,
+    "tournament": tournament_block, "sizes": sizes_block, "roles": roles_block,
+    "tribute": tribute_block,
     "training": training_block}
 
 
@@ -150,7 +174,11 @@ def main(argv: list[str] | None = None) -> int:
               "of the repository; pass --readme)", file=sys.stderr)
         return 2
     text = path.read_text()
-    new = render(text, path.parent)
+    try:
+        new = render(text, path.parent)
+    except ValueError as exc:  # a block naming a folder without its results, or a bad kind
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.check:
         if new != text:
             print(f"{path} has stale results tables: run "

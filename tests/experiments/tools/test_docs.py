@@ -319,6 +319,43 @@ def test_readme_blocks_are_rendered_from_the_files_they_name(tmp_path):
     assert readme_tables.main(["--check", "--readme", str(readme)]) == 0
 
 
+def test_readme_roles_block_gives_each_agents_dragon_and_egg_rates_by_size(tmp_path, capsys):
+    """A row per tournament: the even share, then the first and the second agent's Dragon
+    rates and Egg rates; a folder of other agents than the first's is refused by name."""
+    import json
+
+    from dragons_egg.experiments.tools import readme_tables
+
+    def tournament(name, players, labels, rates):
+        d = tmp_path / "res" / name
+        d.mkdir(parents=True)
+        agents = {a: {"dragon_rate": {"mean": dr, "low": dr - 0.01, "high": dr + 0.01},
+                      "egg_rate": {"mean": er, "low": er - 0.01, "high": er + 0.01}}
+                  for a, (dr, er) in zip(labels, rates, strict=True)}
+        (d / "summary.json").write_text(json.dumps({"labels": labels, "agents": agents}))
+        (d / "config.json").write_text(json.dumps({"num_players": players}))
+
+    tournament("t4", 4, ["a", "b"], [(0.3, 0.28), (0.2, 0.22)])
+    tournament("t5", 5, ["a", "b"], [(0.21, 0.23), (0.18, 0.15)])
+    tournament("u", 4, ["a", "c"], [(0.3, 0.3), (0.2, 0.2)])
+    lines = readme_tables.roles_block(tmp_path, ["res/t4", "res/t5"]).splitlines()
+    assert lines[0] == "| players | even share | Dragon rate: `a` | `b` | Egg rate: `a` | `b` |"
+    assert lines[2:] == [
+        "| 4 | 0.250 | 0.300 [0.290, 0.310] | 0.200 [0.190, 0.210] | 0.280 [0.270, 0.290] | "
+        "0.220 [0.210, 0.230] |",
+        "| 5 | 0.200 | 0.210 [0.200, 0.220] | 0.180 [0.170, 0.190] | 0.230 [0.220, 0.240] | "
+        "0.150 [0.140, 0.160] |"]
+    with pytest.raises(ValueError, match="res/u plays"):
+        readme_tables.roles_block(tmp_path, ["res/t4", "res/u"])
+    # on the command line, one line naming the folder, and the README is left as it was
+    readme = tmp_path / "README.md"
+    text = "<!-- results:roles:res/t4,res/missing -->\n<!-- results:end -->\n"
+    readme.write_text(text)
+    assert readme_tables.main(["--readme", str(readme)]) == 2
+    assert "res/missing/summary.json" in capsys.readouterr().err
+    assert readme.read_text() == text
+
+
 def test_readme_tribute_block_shows_policies_an_analysis_left_out_as_dashes(tmp_path):
     import json
 
