@@ -9,9 +9,11 @@
 #   the candidate against the agent shipped before it (PREVIOUS; by default the 4-player
 #   give-back table, results/selfplay-shipped/v4, which this folder's candidate followed) at
 #   every size (1,000 matches each; `previous`);
-#   the candidate against the heuristic at every size (500 matches each; `heuristic`).
+#   the candidate against the heuristic at every size (500 matches each; `heuristic`);
+#   and, not part of `all`, ismcts-net - ismcts at 2 and 6 players (1,000 each;
+#   `search-sizes`): whether the network-guided search is ahead where `ppo` is not.
 # Resumable: a finished measure is skipped; one cut short is resumed (--resume).
-#   POLICY=FILE.npz OUT=DIR WORKERS=2 [PREVIOUS=FILE.npz] bash results/selfplay-cf/measure.sh [previous|heuristic|tournaments|tribute]
+#   POLICY=FILE.npz OUT=DIR WORKERS=2 [PREVIOUS=FILE.npz] bash results/selfplay-cf/measure.sh [previous|heuristic|tournaments|tribute|search-sizes]
 # DIV divides every count (DIV=100: a smoke test of minutes, not a measure).
 set -e
 POLICY=${POLICY:-results/selfplay-cf/policy.npz}
@@ -56,6 +58,11 @@ if [ "$what" = all ] || [ "$what" = tournaments ]; then
     tournament "$OUT/ppo-ismcts-${n}p" 1000 $((2600 + n)) "$me" ismcts --players $n
   done
   tournament "$OUT/ppo-ismcts1000-4p" 1000 2610 "$me" ismcts:iterations=1000 --players 4
+fi
+if [ "$what" = search-sizes ]; then
+  for n in 2 6; do
+    tournament "$OUT/ismcts-net-ismcts-${n}p" 1000 $((2650 + n)) "$net" ismcts --players $n
+  done
 fi
 if [ "$what" = all ] || [ "$what" = tribute ]; then
   for n in 2 3 4 5 6 7 8; do
