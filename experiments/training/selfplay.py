@@ -83,6 +83,7 @@ from dragons_egg.experiments.training.distributed import (
 from dragons_egg.experiments.training.scaffold import RunSettings, TrainerCommand, trainer_command
 from dragons_egg.experiments.training.tribute_table import GiveBackTable
 from dragons_egg_env.actions import NUM_ACTIONS
+from dragons_egg_env.cards import EGG
 from dragons_egg_env.config import MAX_PLAYERS, TABLE_SIZES, RulesConfig
 from dragons_egg_env.observation import layout
 
@@ -186,6 +187,12 @@ class SelfPlayConfig(RunSettings):
     #: counterfactual tribute decisions (a replay, kept in the checkpoint), not only its
     #: rollout's (0). Each is fitted once an epoch, beside the rollout's decisions.
     tribute_cf_replay: int = 0
+    #: Share of the learner's play decisions with a choice made while holding the Egg (R19:
+    #: only a clear passes it on, R20) whose every legal play is played out to the end of the
+    #: round on the same deal by the acting policy, greedy, as the counterfactual tribute
+    #: decisions are, and learned from with the same update (``tribute_cf_update``,
+    #: ``tribute_cf_coef``) (0: none; docs/training.md, "The Egg holder's plays played out").
+    egg_counterfactual: float = 0.0
     #: Learn a give-back table beside the network (:mod:`.tribute_table`): every
     #: counterfactual give-back decision adds each choice's value over the heuristic's
     #: give-back to a key of table size, card group and count held; the exported policy gives
@@ -280,6 +287,8 @@ class SelfPlayConfig(RunSettings):
              f"tribute_lambda must be in [0, 1], got {self.tribute_lambda}")
         check_range(0 <= self.tribute_counterfactual <= 1, "tribute_counterfactual",
                     self.tribute_counterfactual, "in [0, 1]")
+        check_range(0 <= self.egg_counterfactual <= 1, "egg_counterfactual",
+                    self.egg_counterfactual, "in [0, 1]")
         check_range(self.tribute_cf_coef >= 0, "tribute_cf_coef", self.tribute_cf_coef,
                     ">= 0")
         check_range(self.tribute_cf_threshold > 0, "tribute_cf_threshold",
@@ -669,6 +678,9 @@ class Rollout:
         default_factory=lambda: np.zeros((0, NUM_ACTIONS), np.float32))
     cf_probs: np.ndarray = dataclasses.field(
         default_factory=lambda: np.zeros((0, NUM_ACTIONS), np.float32))
+    #: Per counterfactual row: a play decision of the Egg's holder (``egg_counterfactual``),
+    #: not a tribute decision.
+    cf_egg: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.bool_))
 
 
 class ActingPolicy:
@@ -749,6 +761,10 @@ class Collector:
         #: Which tribute decisions get counterfactual values, and their representatives (a
         #: generator of its own, so that the seat draws are the same with or without them).
         self.cf_rng = np.random.default_rng((seed, 2))
+        #: The same for the Egg holder's play decisions (``egg_counterfactual``).
+        self.egg_rng = np.random.default_rng((seed, 3))
+        #: Where an observation shows the observer's own Egg.
+        self.egg_col = layout(cfg.max_players)["hand"].start + EGG
         #: owner[e][b, s]: 0 for the learner, k > 0 for member k-1 of the league (the
         #: snapshots, then the league agents).
         self.owner = [np.zeros((cfg.envs_per_size, n), np.int64) for n in cfg.table_sizes]
@@ -777,9 +793,12 @@ class Collector:
         value)`` is the learner; ``snap_fns[k]`` the league's members; ``acting`` the policy
         whose greedy play values tribute choices (needed with ``tribute_counterfactual``)."""
         share = self.cfg.tribute_counterfactual
-        if share and acting is None:
-            raise ValueError("tribute_counterfactual needs the acting policy (acting=...)")
+        egg_share = self.cfg.egg_counterfactual
+        for name, value in (("tribute_counterfactual", share), ("egg_counterfactual", egg_share)):
+            if value and acting is None:
+                raise ValueError(f"{name} needs the acting policy (acting=...)")
         cf: list[list[tuple[Any, int]]] = [[] for _ in self.engines]
+        egg: list[list[tuple[Any, int]]] = [[] for _ in self.engines]
         T, B = self.cfg.rollout_steps, self.num
         size = layout(self.cfg.max_players).size
         N = T * B
@@ -816,15 +835,19 @@ class Collector:
                 self._before(e, pending[e], idx, seat[rows], learn[rows], ro)
                 if share:
                     self._pick_counterfactual(e, share, mask[rows], learn[rows], idx, cf[e])
+                if egg_share:
+                    self._pick_egg(e, egg_share, obs[rows], mask[rows], learn[rows], idx,
+                                   egg[e])
                 st = eng.step(actions[rows])
                 self.steps[e] = st
                 rounds += int(st.round_ended.sum())
                 self._after(e, pending[e], st, ro)
         self._bootstrap(pending, value_fn, ro)
-        if share:
+        if share or egg_share:
             assert acting is not None
-            self._counterfactual(cf, acting, ro)
-        return ro, {"rounds": rounds, "cf_states": len(ro.cf_index)}
+            self._counterfactual(cf, egg, acting, ro)
+        return ro, {"rounds": rounds, "cf_states": len(ro.cf_index),
+                    "egg_states": int(ro.cf_egg.sum())}
 
     def _pick_counterfactual(self, e: int, share: float, mask: np.ndarray, learn: np.ndarray,
                              idx: np.ndarray, out: list[tuple[Any, int]]) -> None:
@@ -839,25 +862,46 @@ class Collector:
         for b in rows:
             out.append((eng.to_state(int(b)), int(idx[b])))
 
-    def _counterfactual(self, cf: list[list[tuple[Any, int]]], acting: ActingPolicy,
+    def _pick_egg(self, e: int, share: float, obs: np.ndarray, mask: np.ndarray,
+                  learn: np.ndarray, idx: np.ndarray, out: list[tuple[Any, int]]) -> None:
+        """Keep the state of a share of engine ``e``'s learner play decisions with a choice
+        whose seat holds the Egg, before they are played."""
+        choice = (learn & (obs[:, self.egg_col] > 0) & ~tribute_rows(mask)
+                  & (mask.sum(axis=1) > 1))
+        rows = np.flatnonzero(choice)
+        if not len(rows):
+            return
+        rows = rows[self.egg_rng.random(len(rows)) < share]
+        eng = self.engines[e]
+        for b in rows:
+            out.append((eng.to_state(int(b)), int(idx[b])))
+
+    def _counterfactual(self, cf: list[list[tuple[Any, int]]],
+                        egg: list[list[tuple[Any, int]]], acting: ActingPolicy,
                         ro: Rollout) -> None:
         """The counterfactual values of the kept tribute decisions (every class of choice
-        played out to the end of the round by the acting policy, greedy), per table size."""
-        index, qs = [], []
-        for kept in cf:
-            if not kept:
-                continue
-            at = np.array([i for _, i in kept], np.int64)
-            states = [s for s, _ in kept]
-            seats = [s.current for s in states]
-            q = counterfactual_values(states, seats, ro.mask[at], acting.greedy, acting.greedy,
-                                      self.cfg.max_players, int(self.cf_rng.integers(2**62)),
-                                      per_class=True, rng=self.cf_rng)
-            index.append(at)
-            qs.append(q.astype(np.float32))
+        played out to the end of the round by the acting policy, greedy) and of the kept
+        plays of the Egg's holder (every legal play: each is a class of its own), per table
+        size."""
+        index, qs, kinds = [], [], []
+        for kept_lists, is_egg, rng in ((cf, False, self.cf_rng), (egg, True, self.egg_rng)):
+            for kept in kept_lists:
+                if not kept:
+                    continue
+                at = np.array([i for _, i in kept], np.int64)
+                states = [s for s, _ in kept]
+                seats = [s.current for s in states]
+                q = counterfactual_values(states, seats, ro.mask[at], acting.greedy,
+                                          acting.greedy, self.cfg.max_players,
+                                          int(rng.integers(2**62)), per_class=not is_egg,
+                                          rng=rng)
+                index.append(at)
+                qs.append(q.astype(np.float32))
+                kinds.append(np.full(len(at), is_egg))
         if index:
             ro.cf_index = np.concatenate(index)
             ro.cf_q = np.concatenate(qs)
+            ro.cf_egg = np.concatenate(kinds)
             ro.cf_probs = acting.probs(ro.obs[ro.cf_index], ro.mask[ro.cf_index])
 
     @staticmethod
@@ -1003,14 +1047,19 @@ class TributeReplay:
         self.add(data)
 
 
-def tribute_regret(ro: Rollout) -> float:
+def tribute_regret(ro: Rollout, egg: bool = False) -> float | None:
     """How far the behaviour policy's tribute choices fall short of the best, in round reward:
-    the mean over the rollout's counterfactual rows of ``max_a Q(a) - sum_a pi_b(a) Q(a)``
-    (0 for a policy that always takes a best choice of the deal; logged as ``cf_regret``, the
-    learning curve of the tribute)."""
-    mask = ro.mask[ro.cf_index]
-    q = np.where(mask, np.nan_to_num(ro.cf_q), -np.inf)
-    probs = np.where(mask, ro.cf_probs, 0.0)
+    the mean over the rollout's counterfactual tribute rows of
+    ``max_a Q(a) - sum_a pi_b(a) Q(a)`` (0 for a policy that always takes a best choice of
+    the deal; logged as ``cf_regret``, the learning curve of the tribute). With ``egg``, the
+    same over the Egg holder's plays (``egg_regret``). ``None`` without such rows."""
+    rows = ro.cf_egg == egg if len(ro.cf_egg) == len(ro.cf_index) else \
+        np.full(len(ro.cf_index), not egg)
+    if not rows.any():
+        return None
+    mask = ro.mask[ro.cf_index[rows]]
+    q = np.where(mask, np.nan_to_num(ro.cf_q[rows]), -np.inf)
+    probs = np.where(mask, ro.cf_probs[rows], 0.0)
     expected = (probs * np.where(mask, q, 0.0)).sum(axis=1) / probs.sum(axis=1)
     return float((q.max(axis=1) - expected).mean())
 
@@ -1138,7 +1187,8 @@ class Learner:
         search = self.search
         if search is not None:
             stats["search_loss"] = 0.0
-        regret = tribute_regret(ro) if len(ro.cf_index) else None
+        regret = tribute_regret(ro)
+        egg_regret = tribute_regret(ro, egg=True)
         if self.table is not None and len(ro.cf_index):
             mask = ro.mask[ro.cf_index]
             self.table.add(ro.obs[ro.cf_index], mask, ro.cf_q,
@@ -1170,6 +1220,8 @@ class Learner:
         out = {k: v / max(count, 1) for k, v in stats.items()}
         if regret is not None:
             out["cf_regret"] = regret
+        if egg_regret is not None:
+            out["egg_regret"] = egg_regret
         if self.table is not None:
             out.update(self.table.figures())
         return out
@@ -1416,6 +1468,11 @@ class Run:
         for k in ("samples", "updates", "seconds", "eval_seconds", "history", "league",
                   "marks"):
             setattr(self, k, state[k])
+        missing = [p for p in self.league if not Path(p).is_file()]
+        if missing:  # a run resumed in another folder: said, not silently dropped
+            print(f"warning: checkpoint {path}: {len(missing)} of its league's snapshots are "
+                  f"not where its run kept them, and the league plays without them: "
+                  f"{', '.join(missing)}", file=sys.stderr)
         self.league = [p for p in self.league if Path(p).is_file()]
         if self.learner.replay is not None:  # an older checkpoint's run kept none
             try:
@@ -1595,7 +1652,7 @@ class Run:
             self.last_update_s = t2 - t0
         stats.update(samples=n, learning_rate=lr, collect_s=t1 - t0, update_s=t2 - t1,
                      samples_per_s=n / (t2 - t0), rounds=info["rounds"],
-                     cf_states=info.get("cf_states", 0))
+                     cf_states=info.get("cf_states", 0), egg_states=info.get("egg_states", 0))
         if self.remote is not None:  # collect_s: how long the learner waited for the rollout
             stats.update(lag=info["lag"], collector_s=info["collect_s"],
                          dropped=self.remote.dropped)

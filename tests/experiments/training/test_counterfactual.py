@@ -293,3 +293,115 @@ def test_a_collector_actor_values_tribute_choices_too(tmp_path):
 def test_bad_counterfactual_settings_are_named(tmp_path, bad, message):
     with pytest.raises(ValueError, match=message):
         tiny(tmp_path, **bad).validate()
+
+
+# -- the Egg holder's plays (``egg_counterfactual``) ----------------------------------------
+def egg_play_state(seed=0, n=4):
+    """A match played by the first legal action up to a play decision with a choice of the
+    seat that holds the Egg (R19)."""
+    import random
+
+    from dragons_egg_env.config import RulesConfig
+
+    rng = random.Random(seed)
+    s = E.new_match(RulesConfig(num_players=n, num_rounds=1))
+    while True:
+        if s.phase == E.Phase.DEAL:
+            E.deal(s, E.random_deal(s, rng))
+            continue
+        acts = E.legal_actions(s)
+        if s.phase == E.Phase.PLAY and s.current == s.egg_holder and len(acts) > 2:
+            return s
+        E.step(s, acts[0])
+
+
+@pytest.mark.parametrize("n", [2, 5])
+def test_an_egg_holders_plays_are_each_played_out(n):
+    """Q(s, a) of a play of the Egg's holder is its round reward (R27) after ``a`` and the
+    rest of the round played by the policy, on the scalar engine; without classes every legal
+    play is played out on its own."""
+    s = egg_play_state(seed=3, n=n)
+    holder = s.current
+    mask = np.zeros(NUM_ACTIONS, bool)
+    mask[E.legal_actions(s)] = True
+    q = cf.counterfactual_values([s], [holder], mask[None], first_legal, last_legal, 8,
+                                 seed=0)[0]
+    assert not np.isnan(q[mask]).any()
+    for a in np.flatnonzero(mask):
+        t = s.clone()
+        E.step(t, int(a))
+        while not t.results:
+            E.step(t, E.legal_actions(t)[0])
+        assert q[a] == t.results[-1].rewards[holder], a
+    assert len(set(q[mask])) > 1  # the choice matters on this deal
+
+
+def egg_rows(run, ro):
+    col = run.collector.egg_col
+    return (ro.learner & (ro.obs[:, col] > 0) & ~selfplay.tribute_rows(ro.mask)
+            & (ro.mask.sum(axis=1) > 1))
+
+
+def test_the_collector_values_a_share_of_the_egg_holders_plays(tmp_path):
+    """With ``egg_counterfactual`` the rollout is the same as without, and the kept
+    decisions are the learner's play decisions with a choice whose seat holds the Egg, every
+    legal play valued; tribute decisions keep their own share."""
+    rollouts = {}
+    for share in (0.0, 0.5, 1.0):
+        run = Run(tiny(tmp_path, run_name=f"e{share}", seed=2, num_rounds=2, rollout_steps=40,
+                       egg_counterfactual=share))
+        ro, info = run.collector.collect(run.acting.act, [], run.acting.value, run.acting)
+        rollouts[share] = ro
+        assert info["egg_states"] == ro.cf_egg.sum() == len(ro.cf_index)
+    base = rollouts[0.0]
+    choice = egg_rows(run, base)
+    assert len(base.cf_index) == 0 and choice.sum() >= 10
+    for share in (0.5, 1.0):
+        ro = rollouts[share]
+        for k in ("obs", "mask", "action", "logp", "reward", "next_index"):
+            assert np.array_equal(getattr(ro, k), getattr(base, k)), k
+        assert choice[ro.cf_index].all() and ro.cf_egg.all()
+        legal = ro.mask[ro.cf_index]
+        assert np.isfinite(ro.cf_q[legal]).all() and np.isnan(ro.cf_q[~legal]).all()
+    assert len(rollouts[1.0].cf_index) == choice.sum()
+    assert 0 < len(rollouts[0.5].cf_index) < choice.sum()
+    # with both shares the tribute rows come first, marked apart, and the tribute rows are
+    # the ones the tribute share alone keeps
+    both = Run(tiny(tmp_path, run_name="both", seed=2, num_rounds=2, rollout_steps=40,
+                    egg_counterfactual=1.0, tribute_counterfactual=1.0))
+    ro, info = both.collector.collect(both.acting.act, [], both.acting.value, both.acting)
+    trib = Run(tiny(tmp_path, run_name="trib", seed=2, num_rounds=2, rollout_steps=40,
+                    tribute_counterfactual=1.0))
+    ro_t, _ = trib.collector.collect(trib.acting.act, [], trib.acting.value, trib.acting)
+    assert len(ro_t.cf_index) > 0
+    assert np.array_equal(ro.cf_index[~ro.cf_egg], ro_t.cf_index)
+    assert np.array_equal(np.sort(ro.cf_index[ro.cf_egg]), np.flatnonzero(choice))
+    assert selfplay.tribute_rows(ro.mask[ro.cf_index[~ro.cf_egg]]).all()
+
+
+def test_the_update_moves_the_egg_holders_plays_towards_the_better_ones(tmp_path):
+    """An update with the counterfactual loss raises the expected value of the Egg holder's
+    plays it was computed on far more than the same update without it, and reports their
+    regret apart from the tribute's."""
+    gains = {}
+    for coef in (0.0, 1.0):
+        run = Run(tiny(tmp_path, run_name=f"c{coef}", seed=4, rollout_steps=40, epochs=4,
+                       learning_rate=3e-3, egg_counterfactual=1.0, tribute_cf_coef=coef))
+        ro, _ = run.collector.collect(run.acting.act, [], run.acting.value, run.acting)
+        assert len(ro.cf_index) >= 10 and ro.cf_egg.all()
+        before = expected_q(run, ro)
+        adv = selfplay.advantages(ro, run.cfg.rollout_steps, run.batch, 1.0, 0.95)
+        stats = run.learner.update(ro, adv)
+        assert stats["egg_regret"] >= 0 and "cf_regret" not in stats
+        gains[coef] = expected_q(run, ro) - before
+    assert gains[1.0] > 0
+    assert gains[1.0] > gains[0.0] + 0.01
+
+
+def test_the_egg_share_needs_the_acting_policy_and_a_share(tmp_path):
+    run = Run(tiny(tmp_path, egg_counterfactual=0.5))
+    with pytest.raises(ValueError, match="egg_counterfactual needs the acting policy"):
+        run.collector.collect(run.acting.act, [], run.acting.value)
+    for bad in (1.5, -0.1):
+        with pytest.raises(ValueError, match="egg_counterfactual"):
+            tiny(tmp_path, egg_counterfactual=bad).validate()

@@ -1,7 +1,9 @@
 """The batched self-play trainer (dragons_egg.experiments.training.selfplay) and its policy files (dragons_egg.agents.netpolicy)."""
 
+import dataclasses
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -168,6 +170,25 @@ def test_short_run_with_league_and_evaluation(tmp_path):
     assert rows[0].startswith("samples,seconds") and len(rows) >= 3
     summary = json.loads((tmp_path / "selfplay-seed0" / "summary.json").read_text())
     assert summary["samples"] == run.samples >= 600
+
+
+def test_a_resume_says_which_league_snapshots_it_cannot_find(tmp_path, capsys):
+    """A checkpoint names its league's snapshot files; resumed where one is gone, the run
+    plays without it and says so on stderr, naming it."""
+    cfg = tiny(tmp_path, total_samples=450, snapshot_every=150, opponent_share=0.5,
+               checkpoint_every=150, num_rounds=1)
+    run = Run(cfg)
+    run.train()
+    assert len(run.league) >= 2
+    gone = Path(run.league[0])
+    gone.unlink()
+    capsys.readouterr()
+    again = Run(dataclasses.replace(cfg, total_samples=600),
+                resume=str(run.dir / "checkpoints" / "latest.pt"))
+    err = capsys.readouterr().err
+    assert "1 of its league's snapshots are not where its run kept them" in err
+    assert str(gone) in err
+    assert str(gone) not in again.league and len(again.league) == len(run.league) - 1
 
 
 def test_the_evaluation_can_include_a_search_opponent_with_fewer_matches(tmp_path,
