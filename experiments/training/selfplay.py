@@ -301,6 +301,9 @@ class SelfPlayConfig(RunSettings):
                 f"tribute_cf_replay ({self.tribute_cf_replay}) needs tribute_cf_update = "
                 f"regression (not {self.tribute_cf_update}): the other updates weigh each "
                 "decision by the policy that played it, which a replayed one no longer is")
+        require(not self.tribute_cf_replay or not self.egg_counterfactual,
+                f"tribute_cf_replay ({self.tribute_cf_replay}) keeps tribute decisions only; "
+                f"it cannot go with egg_counterfactual ({self.egg_counterfactual})")
         require(not self.tribute_cf_replay or self.tribute_counterfactual > 0,
                 f"tribute_cf_replay ({self.tribute_cf_replay}) keeps counterfactual tribute "
                 "decisions, which tribute_counterfactual 0 makes none of")
@@ -974,25 +977,40 @@ def counterfactual_batch(ro: Rollout) -> dict[str, np.ndarray]:
     behaviour policy's root mean square of ``A`` over every row (as PPO normalises its
     advantages); 0 where illegal; ``adv_u`` the same ``A`` divided by its root mean square
     over every legal action alike (the logit update's); ``target`` each legal action's value
-    minus the legal actions' mean value (the regression's), 0 where illegal. Rows whose
-    actions all have the same value add nothing."""
+    minus the legal actions' mean value (the regression's), 0 where illegal; ``egg`` which
+    rows are the Egg holder's plays (``egg_counterfactual``). The tribute rows and the Egg
+    holder's rows are normalised apart, each over its own rows, so that either scales as it
+    would alone. Rows whose actions all have the same value add nothing."""
     mask = ro.mask[ro.cf_index]
     probs = np.where(mask, np.maximum(ro.cf_probs, 1e-8), 0.0).astype(np.float32)
     probs /= probs.sum(axis=1, keepdims=True)
     q = np.where(mask, np.nan_to_num(ro.cf_q), 0.0)
     raw = np.where(mask, q - (probs * q).sum(axis=1, keepdims=True), 0.0)
-    adv = raw / (float(np.sqrt((probs * raw ** 2).sum(axis=1).mean())) + 1e-8)
-    # the same advantages divided instead by their root mean square over every legal action
-    # of every row, weighed alike (the logit update's: an action the behaviour policy almost
-    # never plays counts as much as the one it plays)
-    adv_u = raw / (float(np.sqrt((raw ** 2).sum() / mask.sum())) + 1e-8)
+    egg = _egg_rows(ro)
+    adv, adv_u = np.zeros_like(raw), np.zeros_like(raw)
+    for rows in (~egg, egg):
+        if rows.any():
+            r = raw[rows]
+            adv[rows] = r / (float(np.sqrt((probs[rows] * r ** 2).sum(axis=1).mean())) + 1e-8)
+            # the same advantages divided instead by their root mean square over every legal
+            # action of every row, weighed alike (the logit update's: an action the behaviour
+            # policy almost never plays counts as much as the one it plays)
+            adv_u[rows] = r / (float(np.sqrt((r ** 2).sum() / mask[rows].sum())) + 1e-8)
     target = np.where(mask, q - q.sum(axis=1, keepdims=True) / mask.sum(axis=1, keepdims=True),
                       0.0)
     return {"obs": np.ascontiguousarray(ro.obs[ro.cf_index]), "mask": mask,
             "probs": probs, "logp_b": np.where(mask, np.log(probs + (~mask)), 0.0
                                                 ).astype(np.float32),
             "adv": adv.astype(np.float32), "adv_u": adv_u.astype(np.float32),
-            "target": target.astype(np.float32)}
+            "target": target.astype(np.float32), "egg": egg}
+
+
+def _egg_rows(ro: Rollout) -> np.ndarray:
+    """Which counterfactual rows are the Egg holder's plays (none in a rollout built
+    without the marker)."""
+    if len(ro.cf_egg) == len(ro.cf_index):
+        return ro.cf_egg.astype(bool)
+    return np.zeros(len(ro.cf_index), bool)
 
 
 class TributeReplay:
@@ -1053,8 +1071,7 @@ def tribute_regret(ro: Rollout, egg: bool = False) -> float | None:
     ``max_a Q(a) - sum_a pi_b(a) Q(a)`` (0 for a policy that always takes a best choice of
     the deal; logged as ``cf_regret``, the learning curve of the tribute). With ``egg``, the
     same over the Egg holder's plays (``egg_regret``). ``None`` without such rows."""
-    rows = ro.cf_egg == egg if len(ro.cf_egg) == len(ro.cf_index) else \
-        np.full(len(ro.cf_index), not egg)
+    rows = _egg_rows(ro) == egg
     if not rows.any():
         return None
     mask = ro.mask[ro.cf_index[rows]]
@@ -1300,7 +1317,7 @@ class Learner:
         ratio = torch.exp(logp - cf["logp_b"])
         adv = cf["adv"]
         obj = torch.min(ratio * adv, ratio.clamp(1 - eps, 1 + eps) * adv)
-        return -(cf["probs"] * obj).sum(-1).mean()
+        return self._kind_mean(-(cf["probs"] * obj).sum(-1), cf)
 
     @staticmethod
     def _centred_logits(logits: Any, mask: Any) -> Any:
@@ -1323,7 +1340,7 @@ class Learner:
         with torch.no_grad():
             push = torch.where(((adv > 0) & (y < beta)) | ((adv < 0) & (y > -beta)), adv,
                                torch.zeros_like(adv))
-        return -(push * y).sum(-1).mean()
+        return self._kind_mean(-(push * y).sum(-1), cf)
 
     def _cf_regression_loss(self, logits: Any, cf: dict[str, Any]) -> Any:
         """The regression of the counterfactual tribute rows: each legal action's logit,
@@ -1334,7 +1351,17 @@ class Learner:
         mask = cf["mask"]
         c = self.cfg.tribute_cf_scale
         y = self._centred_logits(logits, mask)
-        return ((y - c * cf["target"]) ** 2).sum(-1).mean() / (2 * c)
+        return self._kind_mean(((y - c * cf["target"]) ** 2).sum(-1), cf) / (2 * c)
+
+    @staticmethod
+    def _kind_mean(per_row: Any, cf: dict[str, Any]) -> Any:
+        """The mean over the tribute rows plus the mean over the Egg holder's rows (each
+        kind weighs in the loss as it would alone); the plain mean where the batch does not
+        mark them (the tribute replay holds tribute rows only)."""
+        egg = cf.get("egg")
+        if egg is None or not bool(egg.any()) or bool(egg.all()):
+            return per_row.mean()
+        return per_row[~egg].mean() + per_row[egg].mean()
 
 
 # ---------------------------------------------------------------------------------------

@@ -405,3 +405,40 @@ def test_the_egg_share_needs_the_acting_policy_and_a_share(tmp_path):
     for bad in (1.5, -0.1):
         with pytest.raises(ValueError, match="egg_counterfactual"):
             tiny(tmp_path, egg_counterfactual=bad).validate()
+    with pytest.raises(ValueError, match="cannot go with egg_counterfactual"):
+        tiny(tmp_path, egg_counterfactual=0.5, tribute_counterfactual=0.5,
+             tribute_cf_update="regression", tribute_cf_replay=100).validate()
+
+
+@pytest.mark.parametrize("update", ["surrogate", "logits", "regression"])
+def test_tribute_and_egg_rows_are_scaled_and_weighed_each_as_alone(tmp_path, update):
+    """With both shares, the tribute rows get the advantages they get alone (each kind is
+    normalised over its own rows), and the loss is the tribute rows' mean plus the Egg
+    holder's rows' mean: neither kind dilutes the other."""
+    import torch
+
+    run = Run(tiny(tmp_path, seed=2, num_rounds=2, rollout_steps=40, egg_counterfactual=1.0,
+                   tribute_counterfactual=1.0, tribute_cf_update=update))
+    ro, _ = run.collector.collect(run.acting.act, [], run.acting.value, run.acting)
+    egg = ro.cf_egg
+    assert egg.any() and (~egg).any()
+    both = selfplay.counterfactual_batch(ro)
+    assert np.array_equal(both["egg"], egg)
+
+    def alone(rows):
+        part = selfplay.Rollout(**{**vars(ro), "cf_index": ro.cf_index[rows],
+                                   "cf_q": ro.cf_q[rows], "cf_probs": ro.cf_probs[rows],
+                                   "cf_egg": egg[rows]})
+        return selfplay.counterfactual_batch(part)
+
+    for rows in (~egg, egg):
+        one = alone(rows)
+        for k in ("adv", "adv_u", "target"):
+            np.testing.assert_allclose(both[k][rows], one[k], rtol=1e-5, atol=1e-6)
+
+    def loss(batch):
+        return run.learner._cf_loss({k: torch.from_numpy(np.asarray(v))
+                                     for k, v in batch.items()}).detach().item()
+
+    assert loss(both) == pytest.approx(loss(alone(~egg)) + loss(alone(egg)), rel=1e-4)
+    assert loss(alone(egg)) != pytest.approx(0.0)
