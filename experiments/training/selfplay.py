@@ -857,13 +857,7 @@ class Collector:
         """Keep the state of a share of engine ``e``'s learner tribute decisions with a
         choice, before they are played."""
         choice = learn & tribute_rows(mask) & (mask.sum(axis=1) > 1)
-        rows = np.flatnonzero(choice)
-        if not len(rows):
-            return
-        rows = rows[self.cf_rng.random(len(rows)) < share]
-        eng = self.engines[e]
-        for b in rows:
-            out.append((eng.to_state(int(b)), int(idx[b])))
+        self._keep(e, choice, share, self.cf_rng, idx, out)
 
     def _pick_egg(self, e: int, share: float, obs: np.ndarray, mask: np.ndarray,
                   learn: np.ndarray, idx: np.ndarray, out: list[tuple[Any, int]]) -> None:
@@ -871,10 +865,16 @@ class Collector:
         whose seat holds the Egg, before they are played."""
         choice = (learn & (obs[:, self.egg_col] > 0) & ~tribute_rows(mask)
                   & (mask.sum(axis=1) > 1))
+        self._keep(e, choice, share, self.egg_rng, idx, out)
+
+    def _keep(self, e: int, choice: np.ndarray, share: float, rng: np.random.Generator,
+              idx: np.ndarray, out: list[tuple[Any, int]]) -> None:
+        """Append ``(state, rollout index)`` of each row of ``choice`` that ``rng`` draws
+        with probability ``share`` (no draw when there is none)."""
         rows = np.flatnonzero(choice)
         if not len(rows):
             return
-        rows = rows[self.egg_rng.random(len(rows)) < share]
+        rows = rows[rng.random(len(rows)) < share]
         eng = self.engines[e]
         for b in rows:
             out.append((eng.to_state(int(b)), int(idx[b])))
