@@ -12,8 +12,11 @@
 #   the candidate against the heuristic at every size (500 matches each; `heuristic`);
 #   and, not part of `all`, ismcts-net - ismcts at 2 and 6 players (1,000 each;
 #   `search-sizes`): whether the network-guided search is ahead where `ppo` is not.
+# `play` plays only the ppo - ismcts tournaments of `tournaments`, the same folders and seeds,
+#   at the sizes in SIZES, in that order (default "2 3 4 5 6 7 8"): the measures that decide
+#   whether a candidate ships, first where it was made to gain.
 # Resumable: a finished measure is skipped; one cut short is resumed (--resume).
-#   POLICY=FILE.npz OUT=DIR WORKERS=2 [PREVIOUS=FILE.npz] bash results/selfplay-cf/measure.sh [previous|heuristic|tournaments|tribute|search-sizes]
+#   POLICY=FILE.npz OUT=DIR WORKERS=2 [PREVIOUS=FILE.npz] [SIZES="6 4"] bash results/selfplay-cf/measure.sh [previous|heuristic|tournaments|play|tribute|search-sizes]
 # DIV divides every count (DIV=100: a smoke test of minutes, not a measure).
 set -e
 POLICY=${POLICY:-results/selfplay-cf/policy.npz}
@@ -58,6 +61,12 @@ if [ "$what" = all ] || [ "$what" = tournaments ]; then
     tournament "$OUT/ppo-ismcts-${n}p" 1000 $((2600 + n)) "$me" ismcts --players $n
   done
   tournament "$OUT/ppo-ismcts1000-4p" 1000 2610 "$me" ismcts:iterations=1000 --players 4
+fi
+if [ "$what" = play ]; then
+  for n in ${SIZES:-2 3 4 5 6 7 8}; do
+    matches=1000; [ $n = 4 ] && matches=2000
+    tournament "$OUT/ppo-ismcts-${n}p" $matches $((2600 + n)) "$me" ismcts --players $n
+  done
 fi
 if [ "$what" = search-sizes ]; then
   for n in 2 6; do
