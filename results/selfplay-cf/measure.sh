@@ -42,6 +42,12 @@ tournament() {  # DIR MATCHES SEED AGENT...
   fi
 }
 
+vs_ismcts() {  # N: ppo - ismcts at N players, seed 2600+N (2,000 matches at 4, else 1,000)
+  local n=$1 matches=1000
+  [ "$n" = 4 ] && matches=2000
+  tournament "$OUT/ppo-ismcts-${n}p" $matches $((2600 + n)) "$me" ismcts --players "$n"
+}
+
 if [ "$what" = all ] || [ "$what" = previous ]; then
   for n in 2 3 4 5 6 7 8; do
     tournament "$OUT/ppo-previous-${n}p" 1000 $((2630 + n)) "$me" "$v4" --players $n
@@ -54,19 +60,14 @@ if [ "$what" = all ] || [ "$what" = heuristic ]; then
 fi
 if [ "$what" = all ] || [ "$what" = tournaments ]; then
   # played in this order (4 players first; the costly ISMCTS-1000 last); the seeds are fixed
-  tournament "$OUT/ppo-ismcts-4p" 2000 2604 "$me" ismcts --players 4
+  vs_ismcts 4
   tournament "$OUT/ismcts-net-ppo-4p" 1000 2611 "$net" "$me" --players 4
   tournament "$OUT/ismcts-net-ismcts-4p" 1000 2612 "$net" ismcts --players 4
-  for n in 2 3 5 6 7 8; do
-    tournament "$OUT/ppo-ismcts-${n}p" 1000 $((2600 + n)) "$me" ismcts --players $n
-  done
+  for n in 2 3 5 6 7 8; do vs_ismcts $n; done
   tournament "$OUT/ppo-ismcts1000-4p" 1000 2610 "$me" ismcts:iterations=1000 --players 4
 fi
 if [ "$what" = play ]; then
-  for n in ${SIZES:-2 3 4 5 6 7 8}; do
-    matches=1000; [ $n = 4 ] && matches=2000
-    tournament "$OUT/ppo-ismcts-${n}p" $matches $((2600 + n)) "$me" ismcts --players $n
-  done
+  for n in ${SIZES:-2 3 4 5 6 7 8}; do vs_ismcts $n; done
 fi
 if [ "$what" = search-sizes ]; then
   for n in 2 6; do
