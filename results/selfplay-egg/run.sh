@@ -9,22 +9,7 @@
 # learner's play decisions with a choice made while holding the Egg. max_seconds 21600 is the
 # issue's 6-hour budget for the whole agent, the checkpoint's 10,802.7 s included.
 # Resumable: run it again and it continues from its checkpoint; Ctrl-C or SIGTERM saves one.
-set -e
-OUT=${OUT:-runs}
-ckpt="$OUT/selfplay-egg/checkpoints/latest.pt"
-saved=results/selfplay-egg/run  # the run as the last session left it (committed)
-mkdir -p runs/ppo-shipped/policies  # the checkpoint's league, where its run kept it
-cp -n results/selfplay-shipped/policies/snapshot_*.npz runs/ppo-shipped/policies/
-if [ ! -f "$ckpt" ] && [ -f "$saved/checkpoints/latest.pt" ]; then
-  mkdir -p "$OUT/selfplay-egg" && cp -rn "$saved"/. "$OUT/selfplay-egg/"
-fi
-if [ -f "$ckpt" ]; then
-  dragons-egg train --resume "$ckpt"
-else
-  dragons-egg train --resume results/selfplay-shipped/latest.pt --out-dir "$OUT" \
-    --run-name selfplay-egg --max-seconds 21600 --learning-rate 1e-4 \
-    --tribute-counterfactual 0.3 --tribute-table --egg-counterfactual 0.1 \
-    --table-sizes 2 2 3 4 5 6 7 8 --collectors 1 \
-    --eval-every 10000000 --eval-search ismcts --eval-search-matches 40 --eval-workers 2 \
-    --checkpoint-every 2000000 --no-progress
-fi
+# The steps every candidate shares: results/continue-shipped.sh.
+bash results/continue-shipped.sh selfplay-egg --max-seconds 21600 \
+  --tribute-counterfactual 0.3 --tribute-table --egg-counterfactual 0.1 \
+  --table-sizes 2 2 3 4 5 6 7 8

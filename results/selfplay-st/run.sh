@@ -16,7 +16,6 @@
 #    minus the gathering's seconds: the checkpoint's 10,802.7 s count, as the targets' do.
 # Resumable: run it again and each step continues where it stopped.
 set -e
-OUT=${OUT:-runs}
 here=results/selfplay-st
 targets="$here/targets"
 teacher="$here/teacher-127m.npz"
@@ -32,25 +31,10 @@ if [ ! -f "$targets/summary.json" ]; then
       --matches-per-batch 4 --seconds 3600 --workers 2 --seed 2650 --out "$targets"
   fi
 fi
-ckpt="$OUT/selfplay-st/checkpoints/latest.pt"
-saved="$here/run"  # the run as the last session left it (committed)
-if [ ! -f "$ckpt" ] && [ -f "$saved/checkpoints/latest.pt" ]; then
-  mkdir -p "$OUT/selfplay-st" runs/ppo-shipped/policies
-  cp -rn "$saved"/. "$OUT/selfplay-st/"
-  cp -n results/selfplay-shipped/policies/snapshot_*.npz runs/ppo-shipped/policies/
-fi
-if [ -f "$ckpt" ]; then
-  dragons-egg train --resume "$ckpt"
-else
-  gathered=$(python -c "import json; print(json.load(open('$targets/summary.json'))['seconds'])")
-  budget=$(python -c "import math; print(math.floor(21600 - $gathered))")
-  # the checkpoint's league: its last five snapshots, where its run kept them
-  mkdir -p runs/ppo-shipped/policies
-  cp -n results/selfplay-shipped/policies/snapshot_*.npz runs/ppo-shipped/policies/
-  dragons-egg train --resume results/selfplay-shipped/latest.pt --out-dir "$OUT" \
-    --run-name selfplay-st --max-seconds "$budget" --learning-rate 1e-4 \
-    --search-targets "$targets" --search-coef 4.0 --search-batch 1024 \
-    --table-sizes 2 2 3 4 5 6 7 8 --collectors 1 \
-    --eval-every 10000000 --eval-search ismcts --eval-search-matches 40 --eval-workers 2 \
-    --checkpoint-every 2000000 --no-progress
-fi
+# Training, through the steps every candidate shares (results/continue-shipped.sh); the budget
+# is used only at the first start (a resume keeps its saved settings).
+gathered=$(python -c "import json; print(json.load(open('$targets/summary.json'))['seconds'])")
+budget=$(python -c "import math; print(math.floor(21600 - $gathered))")
+bash results/continue-shipped.sh selfplay-st --max-seconds "$budget" \
+  --search-targets "$targets" --search-coef 4.0 --search-batch 1024 \
+  --table-sizes 2 2 3 4 5 6 7 8
