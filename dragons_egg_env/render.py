@@ -7,7 +7,10 @@ from .cards import card_name, iter_cards
 
 
 def cards_text(mask: int, deck_style: str = "dragon") -> str:
-    return " ".join(card_name(c, deck_style) for c in iter_cards(mask)) or "-"
+    """Cards, one after another: codes apart by spaces, Tarokka names (several words each)
+    by commas; ``-`` for none."""
+    names = [card_name(c, deck_style) for c in iter_cards(mask)]
+    return (", " if deck_style == "tarokka" else " ").join(names) or "-"
 
 
 def visible_turn(s: E.State, viewer: int | None) -> tuple[str, int]:

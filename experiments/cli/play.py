@@ -29,11 +29,10 @@ from dragons_egg_env.cards import (
     EGG,
     TAROKKA_SUITS,
     card_name,
-    iter_cards,
 )
 from dragons_egg_env.config import ConfigError, RulesConfig
 from dragons_egg_env.dragons_egg_v0 import raw_env
-from dragons_egg_env.render import seat_tags, visible_turn
+from dragons_egg_env.render import cards_text, render_text
 from dragons_egg_env.replay import Move, ReplayError, iter_replay, load_replay, replay_moves
 
 HELP = ("Type the number of a move, or 'pass'. In the tribute, type a card to ask for or give "
@@ -90,12 +89,6 @@ def rules_text(config: RulesConfig, deck_style: str = "dragon") -> str:
 
 
 # -- cards and moves as text ---------------------------------------------------------------
-def cards_text(mask: int, deck_style: str) -> str:
-    """Cards, one after another: codes apart by spaces, Tarokka names by commas."""
-    names = [card_name(c, deck_style) for c in iter_cards(mask)]
-    return (", " if deck_style == "tarokka" else " ").join(names) or "-"
-
-
 def _move_text(env: raw_env, action: int, deck_style: str) -> str:
     s = env.engine_state
     kind, a, b = decode(action)
@@ -110,25 +103,10 @@ def _move_text(env: raw_env, action: int, deck_style: str) -> str:
 
 
 def table_text(env: raw_env, viewer: str | None, deck_style: str) -> str:
-    """The table as ``viewer`` may see it (``None``: every hand), cards listed apart."""
-    s = env.engine_state
-    names = env.possible_agents
+    """The table as ``viewer`` may see it (``None``: every hand): the environment's own text
+    rendering (``dragons_egg_env.render``)."""
     seat = None if viewer is None else env.agent_name_mapping[viewer]
-    phase, acting = visible_turn(s, seat)
-    lines = [f"Dragon's Egg: round {min(s.round_idx + 1, s.config.num_rounds)}/"
-             f"{s.config.num_rounds}, phase {phase}"
-             + (f", to act: {names[acting]}" if acting >= 0 else "")]
-    egg_known = seat is None or bool(s.egg_known >> seat & 1)
-    for q in range(s.n):
-        tags = seat_tags(s, q, egg_known)
-        shown = cards_text(s.hands[q], deck_style) if seat in (None, q) else "(hidden)"
-        lines.append(f"{'>' if q == acting else ' '} {names[q]:<10} "
-                     f"{s.hands[q].bit_count():>2} cards  score {s.scores[q]:+.2f}  "
-                     + (f"[{', '.join(tags)}]" if tags else ""))
-        lines.append(f"    {shown}")
-    pile = " | ".join(f"{names[p]}: {cards_text(c, deck_style)}" for p, c in s.plays)
-    lines.append(f"  pile: {pile or '(empty)'}")
-    return "\n".join(lines)
+    return render_text(env.engine_state, env.possible_agents, seat, deck_style)
 
 
 _SUIT_WORDS = {name.lower(): k for k, name in enumerate(TAROKKA_SUITS)}

@@ -130,11 +130,15 @@ def test_r2_render_either_deck_on_a_fixed_deal():
     text = tarokka.render()
     for name in ("Master of Coins", "3 of Swords", "Artifact", "5 of Stars", "7 of Glyphs"):
         assert name in text
+    # names of several words are listed apart by commas, codes by spaces
+    assert "    3 of Swords, Master of Coins, Artifact\n" in text
+    assert "    5 of Stars, 7 of Glyphs\n" in text
     assert "10F" not in text and "EGG" not in text
     dragon_deck = dragons_egg_v0.raw_env(num_players=3, render_mode="ansi")
     dragon_deck.reset(seed=0, options={"deals": [deal]})
     text = dragon_deck.render()
     assert "10F" in text and "EGG" in text and "Master" not in text
+    assert "    3E 10F EGG\n" in text
     with pytest.raises(ValueError):
         dragons_egg_v0.raw_env(num_players=3, deck_style="tarot")
 
