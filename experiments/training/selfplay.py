@@ -29,7 +29,7 @@ sequences than the tournament's minimum
 is left out: NaN in the history, an empty cell in ``eval.csv``. Checkpoints
 (``checkpoints/latest.pt``: weights, optimiser, counters, generators, league, history; tensors
 and plain data with a digest, read with ``torch.load(weights_only=True)``, so that loading one
-runs no code: :func:`load_checkpoint`; the old format needs ``--trust-checkpoint``) let
+runs no code: :func:`.checkpoint.load_checkpoint`; the old format needs ``--trust-checkpoint``) let
 ``--resume CHECKPOINT`` continue a run: in the checkpoint's own run folder, with the settings saved
 in the checkpoint; settings given on the command line (flags, or those a ``--config`` file names)
 override single settings, each change printed and recorded in the run's ``config_history.json``; the
@@ -70,6 +70,14 @@ from dragons_egg.experiments.common.settings import (
     module_prog,
     require,
 )
+from dragons_egg.experiments.training.checkpoint import (
+    CHECKPOINT_FORMAT,
+    CHECKPOINT_VERSION,
+    TRUST_HELP,
+    load_checkpoint,
+    plain_state,
+    state_digest,
+)
 from dragons_egg.experiments.training.counterfactual import (
     counterfactual_values,
     tribute_rows,
@@ -87,15 +95,6 @@ from dragons_egg_env.cards import EGG
 from dragons_egg_env.config import MAX_PLAYERS, TABLE_SIZES, RulesConfig
 from dragons_egg_env.observation import layout
 
-CHECKPOINT_FORMAT = "dragons-egg-selfplay"
-#: Version 2: tensors and plain data only (read with ``torch.load(weights_only=True)``) and a
-#: ``digest``; a checkpoint without ``version`` is of the old format (pickled objects).
-CHECKPOINT_VERSION = 2
-#: What a checkpoint holds, and the type of each.
-CHECKPOINT_FIELDS: dict[str, Any] = {
-    "config": dict, "model": dict, "optimizer": dict, "samples": int, "updates": int,
-    "seconds": (int, float), "eval_seconds": (int, float), "history": list, "league": list,
-    "marks": dict}
 #: Settings a resumed run cannot change, with the reason: the checkpoint's weights, optimiser
 #: state and league snapshots are arrays of the network they shape.
 FROZEN_ON_RESUME = {"hidden": "the checkpoint's network has its layer sizes",
@@ -435,166 +434,6 @@ def league_agent(spec: str, seed: int, cfg: SelfPlayConfig):
     return agent
 
 
-def plain_state(value: Any, where: str = "checkpoint") -> Any:
-    """``value`` as a checkpoint holds it: torch tensors, and plain data (dicts with string or
-    integer keys, lists, strings, numbers, booleans, ``None``) that ``torch.load(...,
-    weights_only=True)`` reads without unpickling any object. Tuples become lists, numpy
-    numbers Python numbers; anything else is a ``TypeError`` naming where it is."""
-    torch = _torch()
-    if isinstance(value, torch.Tensor):
-        return value
-    if isinstance(value, np.generic):  # before float: numpy's float64 is a float
-        return plain_state(value.item(), where)
-    if value is None or type(value) in (bool, int, float, str):
-        return value
-    for base in (bool, int, float, str):  # an enum or another subclass: its plain value
-        if isinstance(value, base):
-            return base(value)
-    if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            if not isinstance(k, str | int) or isinstance(k, bool):
-                raise TypeError(f"{where} has a key {k!r}, which is neither a string nor an int")
-            out[k] = plain_state(v, f"{where}[{k!r}]")
-        return out
-    if isinstance(value, list | tuple):
-        return [plain_state(v, f"{where}[{i}]") for i, v in enumerate(value)]
-    raise TypeError(f"{where} holds a {type(value).__name__}, which a checkpoint cannot hold "
-                    "(tensors and plain data only)")
-
-
-def state_digest(state: dict[str, Any]) -> str:
-    """``"sha256:<hex>"`` of a checkpoint's contents but its ``digest``: every tensor (dtype,
-    shape, bytes) and every plain value (as JSON), dicts in key order: what a checkpoint
-    records in ``digest`` and what loading checks."""
-    import hashlib
-
-    torch = _torch()
-    h = hashlib.sha256()
-
-    def feed(v: Any) -> None:
-        if isinstance(v, torch.Tensor):
-            t = v.detach().cpu().contiguous()
-            h.update(f"T{t.dtype}{tuple(t.shape)}:".encode())
-            if t.numel():  # an empty tensor has nothing to hash (and no byte view)
-                h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
-        elif isinstance(v, dict):
-            h.update(b"{")
-            for k in sorted(v, key=lambda k: (type(k).__name__, str(k))):
-                feed(k)
-                feed(v[k])
-            h.update(b"}")
-        elif isinstance(v, list | tuple):
-            h.update(b"[")
-            for x in v:
-                feed(x)
-            h.update(b"]")
-        else:
-            h.update(f"{json.dumps(v)};".encode())
-
-    feed({k: v for k, v in state.items() if k != "digest"})
-    return f"sha256:{h.hexdigest()}"
-
-
-#: What ``--trust-checkpoint`` does (the flag of ``--resume`` and of ``ship``).
-TRUST_HELP = ("load a checkpoint written before checkpoints held only tensors and plain data: "
-              "reading one unpickles Python objects, which runs any code stored in the file, "
-              "so give it only for a checkpoint from a source you trust (a warning names it)")
-_WARNED: set[str] = set()
-
-
-def _warn_once(path: Path, message: str) -> None:
-    key = f"{path.resolve()}:{message}"
-    if key not in _WARNED:
-        _WARNED.add(key)
-        print(f"warning: {message}", file=sys.stderr)
-
-
-def _check_crc(path: Path) -> None:
-    """Every member of a checkpoint's zip must match its CRC-32 (torch does not check them
-    when it reads one): a damaged file is a ``ValueError`` naming the member."""
-    import zipfile
-
-    if not zipfile.is_zipfile(path):
-        return  # torch says what is wrong with it
-    try:
-        with zipfile.ZipFile(path) as z:
-            bad = z.testzip()
-    except (OSError, zipfile.BadZipFile, EOFError, ValueError) as exc:
-        raise ValueError(f"checkpoint {path} could not be read: {exc}") from None
-    if bad is not None:
-        raise ValueError(f"checkpoint {path} is damaged: its member {bad} fails its CRC-32 "
-                         "check")
-
-
-def load_checkpoint(path: str | Path, trust: bool = False) -> dict[str, Any]:
-    """Read a self-play checkpoint (``checkpoints/latest.pt``); a ``ValueError`` naming the
-    file when it is missing, unreadable, damaged or not one.
-
-    It is read with ``torch.load(weights_only=True)``: tensors and plain data, nothing
-    unpickled that could run code. A checkpoint of the old format (written before, with
-    pickled objects) needs ``trust`` (``--trust-checkpoint``) and is then read with
-    ``weights_only=False``, with a warning naming it. Before torch reads the file, the CRC-32 of
-    every member of its zip is checked; after, the digest the checkpoint records
-    (:func:`state_digest`; an old checkpoint has none, and a warning says its contents are
-    unchecked), and the network's weights must be finite."""
-    import pickle
-    import zipfile
-
-    torch = _torch()
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"checkpoint {path} does not exist")
-    _check_crc(path)
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
-        if not zipfile.is_zipfile(path):
-            raise ValueError(f"checkpoint {path} could not be read: "
-                             f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from None
-        if not trust:
-            raise ValueError(f"checkpoint {path} is in the old format, whose loading unpickles "
-                             "Python objects and so runs any code stored in the file; if you "
-                             "trust where it came from, load it with --trust-checkpoint (the "
-                             "next checkpoint is saved in the new format)") from None
-        _warn_once(path, f"loading checkpoint {path} with --trust-checkpoint: it is in the old "
-                         "format, and loading it runs any code stored in it")
-        try:
-            state = torch.load(path, map_location="cpu", weights_only=False)
-        except Exception as exc:  # noqa: BLE001 - torch raises many kinds on a bad file
-            raise ValueError(f"checkpoint {path} could not be read: "
-                             f"{type(exc).__name__}: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - torch raises many kinds on a bad file
-        raise ValueError(f"checkpoint {path} could not be read: "
-                         f"{type(exc).__name__}: {exc}") from None
-    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path} is not a self-play checkpoint")
-    digest = state.get("digest")
-    if digest is None:
-        _warn_once(path, f"checkpoint {path} records no digest (written before checkpoints "
-                         "did): its contents are not checked")
-    else:
-        try:
-            actual = state_digest(state)
-        except (TypeError, ValueError) as exc:  # a value JSON cannot hold
-            raise ValueError(f"{path} is not a self-play checkpoint: {exc}") from None
-        if digest != actual:
-            raise ValueError(f"checkpoint {path} is damaged or was altered: its contents do "
-                             f"not match the digest it records ({str(digest)[:19]}...)")
-    for key, kind in CHECKPOINT_FIELDS.items():
-        if not isinstance(state.get(key), kind):
-            want = " or ".join(t.__name__ for t in (kind if isinstance(kind, tuple) else (kind,)))
-            raise ValueError(f"{path} is not a self-play checkpoint: its {key!r} is "
-                             f"{type(state.get(key)).__name__}, not {want}")
-    model = state["model"]
-    for name, t in model.items():
-        if isinstance(t, torch.Tensor) and t.is_floating_point() and \
-                not bool(torch.isfinite(t).all()):
-            raise ValueError(f"checkpoint {path}: its weight {name} holds values that are not "
-                             "finite (NaN or infinity)")
-    return state
-
-
 def config_from_dict(data: dict[str, Any]) -> SelfPlayConfig:
     """A :class:`SelfPlayConfig` from its JSON form (:meth:`~.scaffold.RunSettings.from_dict`)."""
     return SelfPlayConfig.from_dict(data)
@@ -619,7 +458,7 @@ def resumed_config(checkpoint: str | Path, parsed: SelfPlayConfig,
     unless ``out_dir`` or ``run_name`` is given
     (:func:`dragons_egg.experiments.common.settings.resumed_settings`). A ``ValueError`` for a bad
     checkpoint or a setting that cannot change (:data:`FROZEN_ON_RESUME`); ``trust`` loads a
-    checkpoint of the old format (:func:`load_checkpoint`)."""
+    checkpoint of the old format (:func:`.checkpoint.load_checkpoint`)."""
     saved = saved_config(load_checkpoint(checkpoint, trust), checkpoint)
     return resumed_settings(saved, parsed, given, checkpoint, FROZEN_ON_RESUME)
 
@@ -628,8 +467,9 @@ def export_checkpoint(path: str | Path, dest: str | Path, command: str = "",
                       note: str = "", trust: bool = False) -> Path:
     """Write the policy of a self-play checkpoint as an ``dragons_egg.agents.netpolicy`` file, its
     provenance (command, note, samples, training seconds, config, evaluations) in the file's
-    metadata and in a ``.json`` beside it. The checkpoint is read by :func:`load_checkpoint`
-    (``trust`` for one of the old format); weights that are not finite are refused."""
+    metadata and in a ``.json`` beside it. The checkpoint is read by
+    :func:`.checkpoint.load_checkpoint` (``trust`` for one of the old format); weights that
+    are not finite are refused."""
     state = load_checkpoint(path, trust)
     cfg = config_from_dict(state["config"])
     model = build_network(cfg)
@@ -1375,7 +1215,7 @@ class Run:
     (:func:`resumed_config`); every setting ``cfg`` changes is printed and recorded in
     ``config_history.json``, and ``eval.csv`` holds the checkpoint's evaluations, the new
     ones appended. ``trust_checkpoint`` (``--trust-checkpoint``) loads a checkpoint of the old
-    format, which runs code (:func:`load_checkpoint`).
+    format, which runs code (:func:`.checkpoint.load_checkpoint`).
 
     A run folder holds one run: a folder with another run's files (:data:`RUN_FILES`) is a
     ``ValueError`` naming ``--resume`` and ``--run-name``, unless ``overwrite`` removes them
@@ -1455,8 +1295,8 @@ class Run:
     # -- checkpoints -----------------------------------------------------------------------
     def save(self) -> Path:
         """Write ``checkpoints/latest.pt`` (a temporary file, renamed): tensors and plain data
-        only (:func:`plain_state`, so that it loads with ``weights_only=True``), with the
-        digest of its contents (:func:`state_digest`)."""
+        only (:func:`.checkpoint.plain_state`, so that it loads with ``weights_only=True``),
+        with the digest of its contents (:func:`.checkpoint.state_digest`)."""
         torch = self.learner.torch
         path = self.dir / "checkpoints" / "latest.pt"
         state = plain_state({
@@ -1819,6 +1659,6 @@ if __name__ == "__main__":
 
 
 __all__ = ["SelfPlayConfig", "Run", "Collector", "Learner", "advantages", "export_policy",
-           "load_checkpoint", "export_checkpoint", "config_from_dict",
+           "export_checkpoint", "config_from_dict",
            "saved_config", "resumed_config",
            "FROZEN_ON_RESUME", "build_network", "main"]

@@ -20,7 +20,7 @@ result.
 Nothing is shipped that does not load cleanly: a policy file is read as every policy file is
 (numbers only, headers checked before the arrays are read, its digest where it records one), a
 checkpoint with ``torch.load(weights_only=True)`` after the CRC-32 of its zip members, then its
-digest (:func:`dragons_egg.experiments.training.selfplay.load_checkpoint`); weights that are not
+digest (:func:`dragons_egg.experiments.training.checkpoint.load_checkpoint`); weights that are not
 finite
 (NaN, infinity) are refused, with a one-line error naming the file. A checkpoint of the old
 format (pickled objects, which run code when loaded) is read only with ``--trust-checkpoint``.

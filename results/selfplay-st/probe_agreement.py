@@ -13,11 +13,8 @@ import time
 
 import torch
 
-from dragons_egg.experiments.training.selfplay import (
-    Learner,
-    config_from_dict,
-    load_checkpoint,
-)
+from dragons_egg.experiments.training.checkpoint import load_checkpoint
+from dragons_egg.experiments.training.selfplay import Learner, config_from_dict
 
 mode, lr, steps = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 torch.set_num_threads(int(sys.argv[4]) if len(sys.argv) > 4 else 2)

@@ -22,6 +22,7 @@ ray = pytest.importorskip("ray")
 
 from support import stale_ray_cluster, tiny  # noqa: E402
 
+from dragons_egg.experiments.training.checkpoint import load_checkpoint  # noqa: E402
 from dragons_egg.experiments.training.distributed import (  # noqa: E402
     model_weights,
     resolve_collectors,
@@ -165,7 +166,7 @@ def test_a_killed_learner_resumes_from_its_last_checkpoint(tmp_path):
         proc.wait(timeout=30)
         time.sleep(2)  # Ray's own processes share the driver's fate; any left are stopped
         _stop(family)
-    saved = selfplay.load_checkpoint(ckpt)["samples"]
+    saved = load_checkpoint(ckpt)["samples"]
     assert saved >= 288 and saved % 144 == 0
     target = saved + 288
     assert selfplay.main(["--resume", str(ckpt), "--total-samples", str(target)]) == 0

@@ -28,6 +28,7 @@ from support import tiny  # noqa: E402
 from dragons_egg.experiments.common import runs  # noqa: E402
 from dragons_egg.experiments.common.runs import RunInterrupted  # noqa: E402
 from dragons_egg.experiments.training import selfplay  # noqa: E402
+from dragons_egg.experiments.training.checkpoint import load_checkpoint  # noqa: E402
 from dragons_egg.experiments.training.selfplay import Run  # noqa: E402
 
 #: A self-play run of seconds: 2 table sizes x 6 matches x 12 steps = 144 samples a rollout.
@@ -216,7 +217,7 @@ def test_ctrl_c_during_an_update_saves_after_it(sig, tmp_path, monkeypatch, caps
     assert isinstance(exc, RunInterrupted)
     assert exc.checkpoint == run.dir / "checkpoints" / "latest.pt"
     assert exc.count == run.samples == 288 and run.updates == 2
-    state = selfplay.load_checkpoint(exc.checkpoint)
+    state = load_checkpoint(exc.checkpoint)
     assert (state["samples"], state["updates"]) == (288, 2)
     for name, value in run.learner.model.state_dict().items():
         assert (state["model"][name] == value).all(), name

@@ -41,7 +41,13 @@ from dragons_egg.experiments.training import (
     ship,  # noqa: E402
     train_ppo,  # noqa: E402
 )
-from dragons_egg.experiments.training.selfplay import CHECKPOINT_FORMAT, Run, load_checkpoint  # noqa: E402
+from dragons_egg.experiments.training.checkpoint import (  # noqa: E402
+    CHECKPOINT_FORMAT,
+    CHECKPOINT_VERSION,
+    load_checkpoint,
+    state_digest,
+)
+from dragons_egg.experiments.training.selfplay import Run  # noqa: E402
 from dragons_egg_env.actions import NUM_ACTIONS  # noqa: E402
 from dragons_egg_env.observation import layout  # noqa: E402
 
@@ -282,8 +288,8 @@ def _checkpoint(tmp_path, name="r", nan=False) -> Path:
 def test_a_checkpoint_holds_tensors_and_plain_data_and_a_digest(tmp_path):
     path = _checkpoint(tmp_path)
     state = torch.load(path, map_location="cpu", weights_only=True)  # no object unpickled
-    assert state["version"] == selfplay.CHECKPOINT_VERSION == 2
-    assert state["digest"] == selfplay.state_digest(state)
+    assert state["version"] == CHECKPOINT_VERSION == 2
+    assert state["digest"] == state_digest(state)
     assert state["history"][-1]["mean_score"] == 0.25
     assert type(state["history"][-1]["mean_score"]) is float
     again = Run(tiny(tmp_path, run_name="r"), resume=str(path))
@@ -395,6 +401,6 @@ def test_an_old_checkpoint_loads_only_with_trust_checkpoint(tmp_path, capsys):
     assert f"warning: checkpoint {old} records no digest" in err
     run = Run(cfg, resume, trust_checkpoint=True)
     new = run.save()  # the next checkpoint is of the new format
-    assert torch.load(new, weights_only=True)["digest"] == selfplay.state_digest(load_checkpoint(new))
+    assert torch.load(new, weights_only=True)["digest"] == state_digest(load_checkpoint(new))
     assert ship.main([str(old), "--dest", str(tmp_path / "x.npz"), "--trust-checkpoint"]) == 0
     assert (tmp_path / "x.npz").is_file()
