@@ -11,7 +11,7 @@
 # training run (WORKERS=1, the default). Used by results/selfplay-{egg,2p}/trajectory.sh.
 set -e
 out=${1:?usage: bash results/versus-shipped-2p.sh OUT PREFIX POLICY.npz...}
-prefix=$2
+prefix=${2?usage: bash results/versus-shipped-2p.sh OUT PREFIX POLICY.npz... (PREFIX may be empty)}
 shift 2
 WORKERS=${WORKERS:-1}
 shipped="ppo:path=results/selfplay-tt/run/final.npz"
