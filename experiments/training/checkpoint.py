@@ -28,18 +28,12 @@ CHECKPOINT_FIELDS: dict[str, Any] = {
     "marks": dict}
 
 
-def _torch():
-    import torch
-
-    return torch
-
-
 def plain_state(value: Any, where: str = "checkpoint") -> Any:
     """``value`` as a checkpoint holds it: torch tensors, and plain data (dicts with string or
     integer keys, lists, strings, numbers, booleans, ``None``) that ``torch.load(...,
     weights_only=True)`` reads without unpickling any object. Tuples become lists, numpy
     numbers Python numbers; anything else is a ``TypeError`` naming where it is."""
-    torch = _torch()
+    import torch
     if isinstance(value, torch.Tensor):
         return value
     if isinstance(value, np.generic):  # before float: numpy's float64 is a float
@@ -68,7 +62,8 @@ def state_digest(state: dict[str, Any]) -> str:
     records in ``digest`` and what loading checks."""
     import hashlib
 
-    torch = _torch()
+    import torch
+
     h = hashlib.sha256()
 
     def feed(v: Any) -> None:
@@ -140,7 +135,8 @@ def load_checkpoint(path: str | Path, trust: bool = False) -> dict[str, Any]:
     import pickle
     import zipfile
 
-    torch = _torch()
+    import torch
+
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"checkpoint {path} does not exist")
