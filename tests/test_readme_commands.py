@@ -68,20 +68,11 @@ NOT_RUN_HERE = {
     "dragons-egg train --address auto":
         "joins a running Ray cluster: tests/experiments/training/test_distributed.py starts a "
         "two-node cluster on loopback and trains on it",
-    "dragons-egg tribute-fit --policy results/":
-        "the shipped agent's recipe: it reads results/ of the checkout (a maintainer's record)",
-    "dragons-egg tribute-headroom --data runs/tribute-fit-v3b":
-        "the shipped agent's recipe (continues the line above)",
-    "dragons-egg ship runs/tribute-table-v4":
-        "the recipe of the agent shipped before: it replaced the package's shipped agent "
-        "(--into-package)",
     "bash results/selfplay-tt/run.sh":
         "the shipped agent's recipe: it resumes the run committed in results/ of the checkout "
         "(a maintainer's record; 6 hours of training in all)",
     "dragons-egg ship results/selfplay-tt/":
         "the shipped agent's recipe: it replaces the package's shipped agent (--into-package)",
-    "dragons-egg tribute-analysis --play P":
-        "the shipped agent's measurement (P is a placeholder; 100,000 deal sequences)",
 }
 
 

@@ -1,9 +1,10 @@
 """The README's result tables, generated from the committed results, so they cannot drift.
 
-``python -m dragons_egg.experiments.tools.readme_tables`` rewrites every block of ``README.md``
-between a
-marker ``<!-- results:KIND:PATHS -->`` and ``<!-- results:end -->`` from the result folders
-it names (``PATHS``: comma-separated, relative to the repository root):
+``python -m dragons_egg.experiments.tools.readme_tables`` rewrites every block of the
+documents in :data:`DOCUMENTS` (``README.md``, and ``docs/shipped-agents.md``, the measures of
+the agents shipped before) between a marker ``<!-- results:KIND:PATHS -->`` and
+``<!-- results:end -->`` from the result folders it names (``PATHS``: comma-separated,
+relative to the repository root):
 
 - ``tournament:DIR``: the agents table of a tournament (``DIR/summary.json``) and its paired
   differences in mean match score;
@@ -33,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The documents with results blocks, relative to the repository root.
+DOCUMENTS = ("README.md", "docs/shipped-agents.md")
 BLOCK = re.compile(r"(<!-- results:(\w+):([^ ]+) -->\n)(.*?)(<!-- results:end -->)", re.S)
 
 
@@ -162,24 +165,20 @@ def render(text: str, root: Path = ROOT) -> str:
     return BLOCK.sub(sub, text)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dragons_egg.experiments.tools.readme_tables",
-                                description=__doc__.split("\n\n")[0])
-    p.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
-    p.add_argument("--readme", default=str(ROOT / "README.md"))
-    args = p.parse_args(argv)
-    path = Path(args.readme)
+def _regenerate(path: Path, root: Path, check: bool) -> int:
+    """Rewrite (or, with ``check``, compare) the results blocks of one document: 0 when it
+    is up to date or rewritten, 1 when ``check`` finds it stale, 2 on an error."""
     if not path.is_file():
         print(f"error: {path} does not exist (the README's tables are generated in a checkout "
               "of the repository; pass --readme)", file=sys.stderr)
         return 2
     text = path.read_text()
     try:
-        new = render(text, path.parent)
+        new = render(text, root)
     except ValueError as exc:  # a block naming a folder without its results, or a bad kind
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {path}: {exc}", file=sys.stderr)
         return 2
-    if args.check:
+    if check:
         if new != text:
             print(f"{path} has stale results tables: run "
                   "python -m dragons_egg.experiments.tools.readme_tables",
@@ -188,6 +187,20 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     path.write_text(new)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m dragons_egg.experiments.tools.readme_tables",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
+    p.add_argument("--readme", default=None,
+                   help="one document to regenerate, its folders relative to the document's "
+                        "own folder (default: every document of DOCUMENTS in the checkout)")
+    args = p.parse_args(argv)
+    if args.readme is not None:
+        path = Path(args.readme)
+        return _regenerate(path, path.parent, args.check)
+    return max(_regenerate(ROOT / doc, ROOT, args.check) for doc in DOCUMENTS)
 
 
 if __name__ == "__main__":
