@@ -68,10 +68,10 @@ NOT_RUN_HERE = {
     "dragons-egg train --address auto":
         "joins a running Ray cluster: tests/experiments/training/test_distributed.py starts a "
         "two-node cluster on loopback and trains on it",
-    "bash results/selfplay-tt/run.sh":
+    "bash results/selfplay-2p/run.sh":
         "the shipped agent's recipe: it resumes the run committed in results/ of the checkout "
         "(a maintainer's record; 6 hours of training in all)",
-    "dragons-egg ship results/selfplay-tt/":
+    "dragons-egg ship results/selfplay-2p/":
         "the shipped agent's recipe: it replaces the package's shipped agent (--into-package)",
 }
 

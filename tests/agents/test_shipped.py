@@ -14,18 +14,19 @@ from dragons_egg_env.config import TABLE_SIZES, RulesConfig
 
 PROVENANCE = SHIPPED.with_suffix(".json")
 ROOT = Path(__file__).resolve().parents[2]
-RUN = ROOT / "results" / "selfplay-tt" / "run"
+RUN = ROOT / "results" / "selfplay-2p" / "run"
 #: The policy the shipped agent is: the run's final policy, inside its 6-hour budget.
 SNAPSHOT = RUN / "final.npz"
-#: The agent shipped before it, still played by path.
-SHIPPED_BEFORE = ROOT / "results" / "selfplay-cf" / "policy.npz"
+#: The agents shipped before it, still played by path.
+SHIPPED_BEFORE = [ROOT / "results" / "selfplay-tt" / "run" / "final.npz",
+                  ROOT / "results" / "selfplay-cf" / "policy.npz"]
 
 
 def test_shipped_policy_is_small_and_documented():
     assert SHIPPED.is_file(), "the shipped policy is missing"
     assert SHIPPED.stat().st_size < 5 * 2**20
     meta = json.loads(PROVENANCE.read_text())
-    assert meta["command"] == "bash results/selfplay-tt/run.sh"
+    assert meta["command"] == "bash results/selfplay-2p/run.sh"
     assert (ROOT / meta["command"].split()[-1]).is_file()
     assert meta["checkpoint"] == str(SNAPSHOT.relative_to(ROOT))
     # trained within the 6 hours of issue 25, counted across resumes (the run it continued
@@ -33,6 +34,9 @@ def test_shipped_policy_is_small_and_documented():
     assert meta["samples"] > 0 and meta["updates"] > 0
     assert 0 < meta["seconds"] <= 6 * 3600
     assert sorted(set(meta["config"]["table_sizes"])) == list(TABLE_SIZES)
+    # four engines of 2-player matches in ten: the one setting it changed from the agent
+    # before it (results/selfplay-tt, two in eight)
+    assert meta["config"]["table_sizes"] == [2, 2, 2, 2, 3, 4, 5, 6, 7, 8]
     assert meta["config"]["max_players"] == 8
     # the file carries the same provenance as the .json beside it
     assert load_policy_file(SHIPPED).meta["provenance"]["samples"] == meta["samples"]
@@ -83,7 +87,7 @@ def test_shipped_agent_plays_only_legal_moves_at_every_table_size(n):
         assert len(rec.rounds) == 3
 
 
-@pytest.mark.parametrize("previous", [PREVIOUS, SNAPSHOT, SHIPPED_BEFORE])
+@pytest.mark.parametrize("previous", [PREVIOUS, SNAPSHOT, *SHIPPED_BEFORE])
 def test_previous_agents_still_play_by_path(previous):
     config = RulesConfig(num_players=4, num_rounds=2)
     agents = [make_agent(f"ppo:path={previous}", seed=0)] + \
