@@ -109,7 +109,7 @@ def collector_rate(seconds: float, epochs: int, out: Path) -> dict[str, Any]:
     import torch
 
     from dragons_egg.experiments.training.distributed import CollectorWorker, model_weights
-    from dragons_egg.experiments.training.selfplay import build_network
+    from dragons_egg.experiments.training.network import build_network
 
     torch.set_num_threads(1)
     cfg = _config(out, "collector", epochs)
@@ -128,7 +128,8 @@ def _rollout(out: Path, epochs: int) -> Path:
     """One rollout of the shipped shape, with its advantages, saved for the learner parts."""
     import numpy as np
 
-    from dragons_egg.experiments.training.selfplay import Run, advantages
+    from dragons_egg.experiments.training.rollout import advantages
+    from dragons_egg.experiments.training.selfplay import Run
 
     cfg = _config(out, "parts", epochs)
     run = Run(cfg)
@@ -142,7 +143,7 @@ def _rollout(out: Path, epochs: int) -> Path:
 def _load_rollout(path: Path) -> tuple[Any, Any]:
     import numpy as np
 
-    from dragons_egg.experiments.training.selfplay import Rollout
+    from dragons_egg.experiments.training.rollout import Rollout
 
     with np.load(path) as z:
         adv = z["adv"]
@@ -165,7 +166,7 @@ def learner_rate(path: Path, epochs: int, threads: int, repeats: int = 2) -> dic
     update."""
     import torch
 
-    from dragons_egg.experiments.training.selfplay import Learner
+    from dragons_egg.experiments.training.learner import Learner
 
     torch.set_num_threads(threads)
     ro, adv = _load_rollout(path)
@@ -184,7 +185,7 @@ def _ddp_worker(rank: int, world: int, port: int, path: str, epochs: int, repeat
     import torch
     import torch.distributed as dist
 
-    from dragons_egg.experiments.training.selfplay import Learner
+    from dragons_egg.experiments.training.learner import Learner
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,

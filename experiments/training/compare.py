@@ -77,7 +77,8 @@ class Budget:
 
 def train_selfplay(name: str, budget: Budget, out: Path) -> tuple[str, dict[str, Any]]:
     """Train the self-play variant ``name``; return its agent spec and figures."""
-    from dragons_egg.experiments.training.selfplay import Run, SelfPlayConfig, export_policy
+    from dragons_egg.experiments.training.network import export_policy
+    from dragons_egg.experiments.training.selfplay import Run, SelfPlayConfig
 
     # in this process: the comparison counts this process's CPU seconds, which Ray collectors'
     # would not be in

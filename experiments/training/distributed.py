@@ -2,9 +2,9 @@
 and machine a user has, the learner in the driver.
 
 Each collector actor (:class:`CollectorWorker`) holds a
-:class:`~dragons_egg.experiments.training.selfplay.Collector` (batched engines for every table
+:class:`~dragons_egg.experiments.training.rollout.Collector` (batched engines for every table
 size), a copy of the learner's network for inference on one torch thread with a generator of
-its own (:class:`~dragons_egg.experiments.training.selfplay.ActingPolicy`), and the league's
+its own (:class:`~dragons_egg.experiments.training.rollout.ActingPolicy`), and the league's
 members. It returns each rollout as numpy arrays through Ray's object store. The driver
 (:class:`RayCollection`) sends the learner's weights with every request (one ``ray.put`` per
 update, passed by reference) and the league when it changes.
@@ -102,13 +102,9 @@ class CollectorWorker:
 
     def __init__(self, config: dict[str, Any], index: int, updates: int,
                  in_ray: bool = False) -> None:
-        from dragons_egg.experiments.training.selfplay import (
-            ActingPolicy,
-            Collector,
-            SelfPlayConfig,
-            build_network,
-            league_agent,
-        )
+        from dragons_egg.experiments.training.network import build_network
+        from dragons_egg.experiments.training.rollout import ActingPolicy, Collector
+        from dragons_egg.experiments.training.selfplay import SelfPlayConfig, league_agent
 
         cfg = SelfPlayConfig.from_dict(config)
         import torch
@@ -130,7 +126,7 @@ class CollectorWorker:
         """The league's snapshots (file name and the bytes of a policy file), as the driver has
         them at ``version``."""
         from dragons_egg.agents.netpolicy import load_policy_file
-        from dragons_egg.experiments.training.selfplay import snapshot_fns
+        from dragons_egg.experiments.training.rollout import snapshot_fns
 
         policies = []
         # read through a folder that is gone when they are read: an actor ends by ray.kill,

@@ -11,11 +11,12 @@ pytest.importorskip("numba")
 from support import tiny, tribute_state  # noqa: E402
 
 from dragons_egg.experiments.training import counterfactual as cf  # noqa: E402
-from dragons_egg.experiments.training import selfplay  # noqa: E402
+from dragons_egg.experiments.training import rollout  # noqa: E402
 from dragons_egg.experiments.training.distributed import (  # noqa: E402
     CollectorWorker,
     model_weights,
 )
+from dragons_egg.experiments.training.learner import Learner  # noqa: E402
 from dragons_egg.experiments.training.selfplay import Run  # noqa: E402
 from dragons_egg_env import engine as E  # noqa: E402
 from dragons_egg_env.actions import ASK_BASE, NUM_ACTIONS, PASS  # noqa: E402
@@ -75,7 +76,7 @@ def test_the_collector_values_a_share_of_the_learners_tribute_choices(tmp_path):
         assert info["cf_states"] == len(ro.cf_index)
     base = rollouts[0.0]
     assert len(base.cf_index) == 0
-    choice = base.learner & selfplay.tribute_rows(base.mask) & (base.mask.sum(axis=1) > 1)
+    choice = base.learner & cf.tribute_rows(base.mask) & (base.mask.sum(axis=1) > 1)
     assert choice.sum() >= 5
     for share in (0.5, 1.0):
         ro = rollouts[share]
@@ -104,14 +105,14 @@ def test_the_batch_centres_the_values_on_the_behaviour_policy():
     q[0, [PASS, ASK_BASE, ASK_BASE + 4]] = [0.0, 1.0, -1.0]
     q[1, [ASK_BASE, ASK_BASE + 1]] = 0.5  # no choice matters: no signal
     probs = np.where(mask, 1.0, 0.0) / mask.sum(axis=1, keepdims=True)
-    ro = selfplay.Rollout(
+    ro = rollout.Rollout(
         obs=np.zeros((2, 3), np.float32), mask=mask, action=np.zeros(2, np.int64),
         logp=np.zeros(2, np.float32), value=np.zeros(2, np.float32),
         learner=np.ones(2, bool), reward=np.zeros(2, np.float32),
         terminal=np.zeros(2, bool), next_index=np.full(2, -1), bootstrap=np.zeros(2),
         seat=np.zeros(2, np.int64), cf_index=np.array([0, 1]), cf_q=q,
         cf_probs=probs.astype(np.float32))
-    b = selfplay.counterfactual_batch(ro)
+    b = rollout.counterfactual_batch(ro)
     assert (b["adv"][~mask] == 0).all()
     assert (b["probs"] * b["adv"]).sum(axis=1) == pytest.approx([0, 0], abs=1e-6)
     assert np.all(b["adv"][1] == 0)
@@ -120,7 +121,7 @@ def test_the_batch_centres_the_values_on_the_behaviour_policy():
     a0 = b["adv"][0]
     assert a0[ASK_BASE] > a0[PASS] > a0[ASK_BASE + 4]
     # the regret: best minus expected under the behaviour policy (uniform here)
-    assert selfplay.tribute_regret(ro) == pytest.approx(((1 - 0) + (0.5 - 0.5)) / 2)
+    assert rollout.tribute_regret(ro) == pytest.approx(((1 - 0) + (0.5 - 0.5)) / 2)
     # the logit update's advantages: the same, over the behaviour policy's expected value,
     # with a root mean square of 1 over every legal action of every row alike
     u = b["adv_u"]
@@ -133,7 +134,7 @@ def test_the_batch_centres_the_values_on_the_behaviour_policy():
 def test_the_logit_update_pushes_each_logit_by_its_advantage_whatever_its_probability(
         tmp_path):
     torch = pytest.importorskip("torch")
-    learner = selfplay.Learner(tiny(tmp_path, tribute_cf_update="logits",
+    learner = Learner(tiny(tmp_path, tribute_cf_update="logits",
                                     tribute_cf_threshold=2.0))
     mask = torch.zeros((2, NUM_ACTIONS), dtype=torch.bool)
     mask[:, [PASS, ASK_BASE, ASK_BASE + 4]] = True
@@ -166,7 +167,7 @@ def test_the_regression_fits_each_logit_to_its_scaled_value(tmp_path):
     its centred value, whatever its probability; illegal logits get none, and a common shift
     of the logits changes nothing."""
     torch = pytest.importorskip("torch")
-    learner = selfplay.Learner(tiny(tmp_path, tribute_cf_update="regression",
+    learner = Learner(tiny(tmp_path, tribute_cf_update="regression",
                                     tribute_cf_scale=10.0))
     mask = torch.zeros((2, NUM_ACTIONS), dtype=torch.bool)
     legal = [PASS, ASK_BASE, ASK_BASE + 4]
@@ -195,7 +196,7 @@ def test_the_replay_keeps_the_last_decisions_and_survives_a_checkpoint(tmp_path)
     them every update and is saved in the checkpoint, so a resumed run goes on as the run
     would have; a damaged replay in a checkpoint is named."""
     torch = pytest.importorskip("torch")
-    replay = selfplay.TributeReplay(5)
+    replay = rollout.TributeReplay(5)
     batch = {"obs": np.arange(12, dtype=np.float32).reshape(4, 3),
              "mask": np.ones((4, 2), bool), "target": np.arange(8, dtype=np.float32
                                                                 ).reshape(4, 2),
@@ -203,9 +204,9 @@ def test_the_replay_keeps_the_last_decisions_and_survives_a_checkpoint(tmp_path)
     assert replay.add(None) is None and len(replay) == 0
     replay.add(batch)
     kept = replay.add(batch)
-    assert len(replay) == 5 and set(kept) == set(selfplay.TributeReplay.KEYS)
+    assert len(replay) == 5 and set(kept) == set(rollout.TributeReplay.KEYS)
     assert kept["obs"][:, 0].tolist() == [9.0, 0.0, 3.0, 6.0, 9.0]  # oldest first
-    again = selfplay.TributeReplay(3)  # a resume that keeps fewer keeps the newest
+    again = rollout.TributeReplay(3)  # a resume that keeps fewer keeps the newest
     again.load(replay.state())
     assert again.data["obs"][:, 0].tolist() == [3.0, 6.0, 9.0]
     with pytest.raises(ValueError, match="tribute replay is damaged"):
@@ -222,12 +223,12 @@ def test_the_replay_keeps_the_last_decisions_and_survives_a_checkpoint(tmp_path)
     assert min(first + 1, 40) <= len(run.learner.replay) <= 40  # the second's kept too
     path = run.save()
     resumed = Run(cfg, resume=str(path))
-    for k in selfplay.TributeReplay.KEYS:
+    for k in rollout.TributeReplay.KEYS:
         assert np.array_equal(resumed.learner.replay.data[k], run.learner.replay.data[k])
     # the same rollout, updated on by both learners: the same step (the same weights,
     # optimiser, generator and replayed decisions); without the replay, another
     ro, _ = run.collector.collect(run.acting.act, [], run.acting.value, run.acting)
-    adv = selfplay.advantages(ro, cfg.rollout_steps, run.batch, 1.0, 0.95)
+    adv = rollout.advantages(ro, cfg.rollout_steps, run.batch, 1.0, 0.95)
     forgetful = Run(cfg, resume=str(path))
     forgetful.learner.replay.load({})
     for learner in (run.learner, resumed.learner, forgetful.learner):
@@ -261,7 +262,7 @@ def test_the_surrogate_moves_the_tribute_towards_the_better_choices(tmp_path, up
         ro, _ = run.collector.collect(run.acting.act, [], run.acting.value, run.acting)
         assert len(ro.cf_index) >= 5
         before = expected_q(run, ro)
-        adv = selfplay.advantages(ro, run.cfg.rollout_steps, run.batch, 1.0, 0.95)
+        adv = rollout.advantages(ro, run.cfg.rollout_steps, run.batch, 1.0, 0.95)
         stats = run.learner.update(ro, adv)
         assert "cf_loss" in stats and stats["cf_regret"] >= 0
         gains[coef] = expected_q(run, ro) - before
@@ -338,7 +339,7 @@ def test_an_egg_holders_plays_are_each_played_out(n):
 
 def egg_rows(run, ro):
     col = run.collector.egg_col
-    return (ro.learner & (ro.obs[:, col] > 0) & ~selfplay.tribute_rows(ro.mask)
+    return (ro.learner & (ro.obs[:, col] > 0) & ~cf.tribute_rows(ro.mask)
             & (ro.mask.sum(axis=1) > 1))
 
 
@@ -376,7 +377,7 @@ def test_the_collector_values_a_share_of_the_egg_holders_plays(tmp_path):
     assert len(ro_t.cf_index) > 0
     assert np.array_equal(ro.cf_index[~ro.cf_egg], ro_t.cf_index)
     assert np.array_equal(np.sort(ro.cf_index[ro.cf_egg]), np.flatnonzero(choice))
-    assert selfplay.tribute_rows(ro.mask[ro.cf_index[~ro.cf_egg]]).all()
+    assert cf.tribute_rows(ro.mask[ro.cf_index[~ro.cf_egg]]).all()
 
 
 def test_the_update_moves_the_egg_holders_plays_towards_the_better_ones(tmp_path):
@@ -390,7 +391,7 @@ def test_the_update_moves_the_egg_holders_plays_towards_the_better_ones(tmp_path
         ro, _ = run.collector.collect(run.acting.act, [], run.acting.value, run.acting)
         assert len(ro.cf_index) >= 10 and ro.cf_egg.all()
         before = expected_q(run, ro)
-        adv = selfplay.advantages(ro, run.cfg.rollout_steps, run.batch, 1.0, 0.95)
+        adv = rollout.advantages(ro, run.cfg.rollout_steps, run.batch, 1.0, 0.95)
         stats = run.learner.update(ro, adv)
         assert stats["egg_regret"] >= 0 and "cf_regret" not in stats
         gains[coef] = expected_q(run, ro) - before
@@ -422,14 +423,14 @@ def test_tribute_and_egg_rows_are_scaled_and_weighed_each_as_alone(tmp_path, upd
     ro, _ = run.collector.collect(run.acting.act, [], run.acting.value, run.acting)
     egg = ro.cf_egg
     assert egg.any() and (~egg).any()
-    both = selfplay.counterfactual_batch(ro)
+    both = rollout.counterfactual_batch(ro)
     assert np.array_equal(both["egg"], egg)
 
     def alone(rows):
-        part = selfplay.Rollout(**{**vars(ro), "cf_index": ro.cf_index[rows],
+        part = rollout.Rollout(**{**vars(ro), "cf_index": ro.cf_index[rows],
                                    "cf_q": ro.cf_q[rows], "cf_probs": ro.cf_probs[rows],
                                    "cf_egg": egg[rows]})
-        return selfplay.counterfactual_batch(part)
+        return rollout.counterfactual_batch(part)
 
     for rows in (~egg, egg):
         one = alone(rows)

@@ -29,6 +29,7 @@ from dragons_egg.experiments.common import runs  # noqa: E402
 from dragons_egg.experiments.common.runs import RunInterrupted  # noqa: E402
 from dragons_egg.experiments.training import selfplay  # noqa: E402
 from dragons_egg.experiments.training.checkpoint import load_checkpoint  # noqa: E402
+from dragons_egg.experiments.training.learner import Learner  # noqa: E402
 from dragons_egg.experiments.training.selfplay import Run  # noqa: E402
 
 #: A self-play run of seconds: 2 table sizes x 6 matches x 12 steps = 144 samples a rollout.
@@ -203,14 +204,14 @@ def test_ctrl_c_during_an_update_saves_after_it(sig, tmp_path, monkeypatch, caps
     ends (its samples counted) before the checkpoint is saved; the checkpoint holds the
     weights after it."""
     run = Run(tiny(tmp_path, total_samples=10**6))
-    real = selfplay.Learner.update
+    real = Learner.update
     handlers = {s: signal.getsignal(s) for s in runs.STOP_SIGNALS}
 
     def update(self, ro, adv):
         if run.updates == 1:
             os.kill(os.getpid(), sig)  # in the middle of the update
         return real(self, ro, adv)
-    monkeypatch.setattr(selfplay.Learner, "update", update)
+    monkeypatch.setattr(Learner, "update", update)
     with pytest.raises(KeyboardInterrupt) as info, runs.sigterm_interrupts():
         run.train()
     exc = info.value
@@ -298,13 +299,13 @@ def test_a_second_ctrl_c_stops_at_once_without_saving(tmp_path, monkeypatch):
     run.iteration()
     saved = run.save()
     before = saved.read_bytes()
-    real = selfplay.Learner.update
+    real = Learner.update
 
     def update(self, ro, adv):
         os.kill(os.getpid(), signal.SIGINT)
         os.kill(os.getpid(), signal.SIGINT)  # the second cuts the update
         return real(self, ro, adv)
-    monkeypatch.setattr(selfplay.Learner, "update", update)
+    monkeypatch.setattr(Learner, "update", update)
     with pytest.raises(KeyboardInterrupt) as info:
         run.train()
     exc = info.value

@@ -17,7 +17,8 @@ from dragons_egg.agents import make_agent  # noqa: E402
 from dragons_egg.agents.netpolicy import PolicyFileError, load_policy_file  # noqa: E402
 from dragons_egg.agents.runner import play_match  # noqa: E402
 from dragons_egg.experiments.common import runs  # noqa: E402
-from dragons_egg.experiments.training import selfplay  # noqa: E402
+from dragons_egg.experiments.training import learner as learner_module  # noqa: E402
+from dragons_egg.experiments.training import network, rollout, selfplay  # noqa: E402
 from dragons_egg.experiments.training.selfplay import Run, advantages  # noqa: E402
 from dragons_egg_env.actions import ASK_BASE, NUM_ACTIONS  # noqa: E402
 from dragons_egg_env.config import RulesConfig  # noqa: E402
@@ -75,7 +76,7 @@ def test_advantages_follow_each_seats_trajectory():
     # two matches, two steps: match 0: seat 0 then seat 1 (nobody decides twice), match 1:
     # the same seat twice, then a terminal step.
     T, B = 2, 2
-    ro = selfplay.Rollout(
+    ro = rollout.Rollout(
         obs=np.zeros((4, 1), np.float32), mask=np.ones((4, 1), bool),
         action=np.zeros(4, np.int64), logp=np.zeros(4, np.float32),
         value=np.array([0.5, 0.2, 0.1, 0.4], np.float32), learner=np.ones(4, bool),
@@ -105,7 +106,7 @@ def test_advantages_follow_each_seats_trajectory():
 def test_exported_policy_plays_as_the_net_agent(tmp_path):
     run = Run(tiny(tmp_path))
     run.iteration()
-    path = selfplay.export_policy(run.learner.model, run.cfg, tmp_path / "p.npz", {"x": 1})
+    path = network.export_policy(run.learner.model, run.cfg, tmp_path / "p.npz", {"x": 1})
     pol = load_policy_file(path)
     import torch
 
@@ -529,7 +530,7 @@ def test_search_targets_pull_the_policy_towards_the_search(tmp_path, monkeypatch
     it on the held-out batches (here every second one), and the exported policy's provenance
     names the folder and its gathering seconds."""
     folder = _targets(tmp_path)
-    monkeypatch.setattr(selfplay, "HELD_OUT", 2)
+    monkeypatch.setattr(learner_module, "HELD_OUT", 2)
     run = Run(tiny(tmp_path, search_targets=str(folder), search_coef=20.0, search_batch=256,
                    max_players=8, epochs=2, learning_rate=3e-3))
     search, held = run.learner.search, run.learner.search_held

@@ -1,0 +1,80 @@
+"""The self-play trainer's network: the masked actor-critic MLP it trains, its export as a
+``dragons_egg.agents.netpolicy`` file (numpy arrays, played by the ``net`` and ``ppo`` agents)
+and the run's empty give-back table (``tribute_table``). Torch is imported when a network is
+built, not when the module is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dragons_egg.experiments.training.tribute_table import GiveBackTable
+from dragons_egg_env.actions import NUM_ACTIONS
+from dragons_egg_env.observation import layout
+
+if TYPE_CHECKING:
+    from dragons_egg.experiments.training.selfplay import SelfPlayConfig
+
+
+def torch_module():
+    """Torch, imported when first needed (the trainer's modules import without it)."""
+    import torch
+
+    return torch
+
+
+def build_network(cfg: SelfPlayConfig):
+    """The masked actor-critic MLP: a tanh trunk, an action head and a value head."""
+    torch = torch_module()
+    nn = torch.nn
+
+    class ActorCritic(nn.Module):
+        def __init__(self, obs_size: int, hidden: tuple[int, ...]) -> None:
+            super().__init__()
+            layers: list[Any] = []
+            prev = obs_size
+            for h in hidden:
+                layers += [nn.Linear(prev, h), nn.Tanh()]
+                prev = h
+            self.trunk = nn.Sequential(*layers)
+            self.pi = nn.Linear(prev, NUM_ACTIONS)
+            self.v = nn.Linear(prev, 1)
+            nn.init.orthogonal_(self.pi.weight, 0.01)
+            nn.init.zeros_(self.pi.bias)
+
+        def forward(self, obs, mask):
+            h = self.trunk(obs)
+            logits = self.pi(h).masked_fill(~mask, -1e9)
+            return logits, self.v(h).squeeze(-1)
+
+    return ActorCritic(layout(cfg.max_players).size, tuple(cfg.hidden))
+
+
+def export_policy(model, cfg: SelfPlayConfig, path: Path, provenance: dict[str, Any],
+                  table: GiveBackTable | None = None):
+    """Write the network as an ``dragons_egg.agents.netpolicy`` file (numpy arrays); with the
+    run's give-back ``table`` (``tribute_table``), its give-back at the sizes where the table
+    plays (:meth:`~.tribute_table.GiveBackTable.policy`)."""
+    from dragons_egg.agents.netpolicy import NetPolicy
+
+    lin = [m for m in model.trunk if hasattr(m, "weight")]
+    layers = [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy()) for m in lin]
+    pi = (model.pi.weight.detach().numpy().T.copy(), model.pi.bias.detach().numpy().copy())
+    v = (model.v.weight.detach().numpy().T.copy(), model.v.bias.detach().numpy().copy())
+    meta = {"max_players": cfg.max_players, "obs_size": layout(cfg.max_players).size,
+            "num_actions": NUM_ACTIONS, "hidden": list(cfg.hidden), "activation": "tanh",
+            "provenance": provenance}
+    policy = NetPolicy(layers, pi, v, meta)
+    return (policy if table is None else table.policy(policy)).save(path)
+
+
+def new_table(cfg: SelfPlayConfig) -> GiveBackTable | None:
+    """An empty give-back table with the run's settings (``tribute_table``), else None."""
+    if not cfg.tribute_table:
+        return None
+    return GiveBackTable(cfg.max_players, cfg.tribute_table_shrink, cfg.tribute_table_window,
+                         cfg.tribute_table_min)
+
+
+__all__ = ["torch_module", "build_network", "export_policy", "new_table"]
