@@ -455,6 +455,11 @@ class Run:
     :meth:`train` saves a checkpoint and raises
     :class:`~dragons_egg.experiments.common.settings.RunInterrupted`."""
 
+    #: Without the progress bar (``--no-progress``, as in a log), a checkpoint also writes a
+    #: line with the samples, the training seconds and the pace since the line before, at
+    #: most once in this many training seconds.
+    PACE_EVERY = 60.0
+
     def __init__(self, cfg: SelfPlayConfig, resume: str | None = None,
                  trust_checkpoint: bool = False, overwrite: bool = False) -> None:
         cfg.validate()
@@ -490,6 +495,8 @@ class Run:
         self.history: list[dict[str, Any]] = []
         self.league: list[str] = []   # snapshot policy files
         self.marks = {"eval": 0, "checkpoint": 0, "snapshot": 0}
+        #: Samples and training seconds at the last pace line (:meth:`pace_line`).
+        self.pace_mark = (0, 0.0)
         #: When the run started and each resume, with the settings it changed.
         self.config_history: list[dict[str, Any]] = [start_entry()]
         #: What :meth:`train` announced of the sample budget (:meth:`sample_budget`).
@@ -671,6 +678,7 @@ class Run:
         self.budget = self.announce_budget()
         print(f"placement: {describe_placement(self.placement)}", file=sys.stderr, flush=True)
         bar = _progress(cfg, self.samples)
+        self.pace_mark = (self.samples, self.seconds)
         try:
             self.periodic()  # what a Ctrl-C left undone at the checkpoint's samples
             while self.samples < cfg.total_samples and not self.out_of_time():
@@ -776,6 +784,21 @@ class Run:
         if cfg.checkpoint_every and self.samples - m["checkpoint"] >= cfg.checkpoint_every:
             m["checkpoint"] = self.samples
             self.save()
+            self.pace_line()
+
+    def pace_line(self) -> None:
+        """Without the progress bar, a line of the run's pace since the line before (at most
+        one every :attr:`PACE_EVERY` training seconds): a slow machine or a busy core shows
+        in a log at once, not at the next evaluation."""
+        last_samples, last_seconds = self.pace_mark
+        spent = self.seconds - last_seconds
+        if self.cfg.progress or spent < self.PACE_EVERY or spent <= 0:
+            return
+        budget = f" of {self.cfg.max_seconds:,.0f}" if self.cfg.max_seconds else ""
+        sys.stderr.write(f"at {self.samples:,} samples ({self.seconds:,.0f} training s{budget}): "
+                         f"{(self.samples - last_samples) / spent:,.0f} samples/s since "
+                         f"{last_samples:,}\n")
+        self.pace_mark = (self.samples, self.seconds)
 
     def run_eval(self) -> dict[str, Any]:
         cfg = self.cfg

@@ -266,6 +266,25 @@ def test_time_budget_judges_the_next_update_by_the_slower_of_mean_and_last_pace(
     assert run.updates == 4 and run.seconds == pytest.approx(7.0)
 
 
+def test_without_the_bar_checkpoints_write_pace_lines_at_most_every_pace_every(
+        tmp_path, monkeypatch, capsys):
+    """With ``--no-progress`` a log still shows the run moving and at what pace: a line at a
+    checkpoint, at most one every ``PACE_EVERY`` training seconds; with the bar, none."""
+    monkeypatch.setattr(Run, "PACE_EVERY", 5.0)
+    # 144 learner samples a rollout, a checkpoint after each; every iteration takes 3 "seconds"
+    cfg = tiny(tmp_path, run_name="pace", total_samples=6 * 144, checkpoint_every=144,
+               max_seconds=100.0)
+    clock = iter(np.arange(0.0, 1000.0, 1.5))
+    monkeypatch.setattr(selfplay.time, "perf_counter", lambda: float(next(clock)))
+    Run(cfg).train()
+    lines = [line for line in capsys.readouterr().err.splitlines() if "samples/s" in line]
+    assert lines == [f"at {k * 288:,} samples ({k * 6} training s of 100): 48 samples/s since "
+                     f"{(k - 1) * 288:,}" for k in (1, 2, 3)]
+    Run(tiny(tmp_path, run_name="bar", total_samples=6 * 144, checkpoint_every=144,
+             progress=True)).train()
+    assert "samples/s since" not in capsys.readouterr().err
+
+
 def test_linear_learning_rate_decays_with_progress(tmp_path):
     run = Run(tiny(tmp_path, lr_schedule="linear", total_samples=10_000, learning_rate=1e-3))
     first = run.iteration()
