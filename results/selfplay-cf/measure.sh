@@ -12,8 +12,9 @@
 #   the candidate against the heuristic at every size (500 matches each; `heuristic`);
 #   and, not part of `all`, ismcts-net - ismcts at 2 and 6 players (1,000 each;
 #   `search-sizes`): whether the network-guided search is ahead where `ppo` is not. The
-#   6-player one is the costliest measure here: about 10 s a match on both cores of this
-#   machine, some 2.8 hours (the 2-player one about 20 minutes; 5 December 2026).
+#   6-player one is the costliest measure here: 1.5 s a match on both cores with nothing
+#   else running, 10 to 20 s a match on a slow or shared machine (the 2-player one about 20
+#   minutes; 5 December 2026).
 # `play` plays only the ppo - ismcts tournaments of `tournaments`, the same folders and seeds,
 #   at the sizes in SIZES, in that order (default "2 3 4 5 6 7 8"): the measures that decide
 #   whether a candidate ships, first where it was made to gain.
