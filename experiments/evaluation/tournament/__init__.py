@@ -58,6 +58,9 @@ setting that changes the results (agents, table, matches, seed, rounds, rules, b
 move timeout) may not differ, and the summary is then the one an uninterrupted run gives.
 A folder that already holds a tournament is refused unless ``resume=True`` or
 ``overwrite=True`` (``--overwrite``: the tournament's files are replaced, nothing else).
+Each result line records its ``sitting`` (1 for the first run of the folder, one more for each
+resume); a run of several sittings has its time per move per sitting too (``sittings`` in the
+summary's ``timing``, a line each in the report), as a resume may run on another machine.
 
 Agent failures. An agent that raises, returns something that is not an action index
 (``None``, a float, a string) or an illegal action, or (with ``move_timeout``) runs past the

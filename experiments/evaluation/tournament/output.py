@@ -185,6 +185,9 @@ class _Log:
         self.tc, self.out, self.resume, self.overwrite = tc, out, resume, overwrite
         self.results: list[dict[str, Any]] = []
         self.cut: int | None = None
+        #: which run of this folder plays now: 1, then one more for each resume (each
+        #: match records it, so its time per move is read against its own sitting's)
+        self.sitting = 1
         self.file: Any = None
         if resume:
             saved = read_saved_config(out)
@@ -196,6 +199,8 @@ class _Log:
                                   "resume with the saved settings, or start a new tournament "
                                   "in another folder")
             self.results, self.cut = load_results(tc, out)
+            # matches recorded before sittings were (no "sitting") count as one sitting
+            self.sitting = 1 + max((r.get("sitting", 1) for r in self.results), default=0)
             return
         refuse_foreign(out)
         if holds_tournament(out) and not overwrite:
@@ -242,7 +247,7 @@ class _Log:
 
     def add(self, r: dict[str, Any]) -> None:
         self.open()
-        r = self.keep_replay(r)
+        r = {**self.keep_replay(r), "sitting": self.sitting}
         self.file.write(json.dumps(r) + "\n")
         self.file.flush()
         self.results.append(r)

@@ -103,11 +103,30 @@ TIMING_LINE = "Time per move"
 
 
 def _timing_lines(summary: dict[str, Any]) -> list[str]:
-    """The agents' mean time per decision with a choice (results that recorded it)."""
-    ms = (summary.get("timing") or {}).get("ms_per_move") or {}
-    cells = [f"`{a}` {v:.1f} ms" for a, v in ms.items() if v is not None]
-    return ["", f"{TIMING_LINE} (decisions with a choice, this run's machine): "
-            + ", ".join(cells)] if cells else []
+    """The agents' mean time per decision with a choice (results that recorded it); for a
+    run played in several sittings, a line per sitting too (every line starts with
+    :data:`TIMING_LINE`)."""
+    timing = summary.get("timing") or {}
+
+    def cells(ms: dict[str, float | None]) -> str:
+        return ", ".join(f"`{a}` {v:.1f} ms" for a, v in ms.items() if v is not None)
+
+    every = cells(timing.get("ms_per_move") or {})
+    if not every:
+        return []
+    sittings = [s for s in timing.get("sittings") or [] if cells(s["ms_per_move"])]
+    if len(sittings) < 2:
+        return ["", f"{TIMING_LINE} (decisions with a choice, this run's machine): {every}"]
+    lines = ["", f"{TIMING_LINE} (decisions with a choice) over the {len(sittings)} sittings "
+             "of this run (it was resumed; a sitting may have run on another machine or "
+             f"beside other work, so compare agents within a sitting): {every}  "]
+    for s in sittings:
+        which = ("before sittings were recorded" if s["sitting"] is None
+                 else f"sitting {s['sitting']}")
+        lines.append(f"{TIMING_LINE}, {which} ({s['matches']} matches): "
+                     f"{cells(s['ms_per_move'])}  ")
+    lines[-1] = lines[-1].rstrip()
+    return lines
 
 
 def _difference_rows(summary: dict[str, Any]) -> list[str]:

@@ -171,8 +171,24 @@ def summarize(tc: TournamentConfig, results: Sequence[dict[str, Any]]) -> dict[s
             "matches": len(results), "sequences": k, "planned": planned,
             "partial": len(results) < planned, "forfeits": _forfeits(results),
             # the one part that is not the same for the same seed (runner.TIMING_KEYS)
-            "timing": {"ms_per_move": {label: _ms_per_move(results, label)
-                                       for label in labels}}}
+            "timing": _timing(results, labels)}
+
+
+def _timing(results: Sequence[dict[str, Any]], labels: list[str]) -> dict[str, Any]:
+    """Each agent's mean time per decision with a choice (``ms_per_move``) and, for a run
+    played in several sittings (resumed, perhaps on another machine or beside other work),
+    the same per sitting (``sittings``: its number, ``None`` for matches recorded before
+    sittings were, its matches and ``ms_per_move``): times compare only within a sitting."""
+    out: dict[str, Any] = {"ms_per_move": {a: _ms_per_move(results, a) for a in labels}}
+    groups: dict[int | None, list[dict[str, Any]]] = {}
+    for r in results:
+        groups.setdefault(r.get("sitting"), []).append(r)
+    if len(groups) > 1:
+        out["sittings"] = [
+            {"sitting": k, "matches": len(rs),
+             "ms_per_move": {a: _ms_per_move(rs, a) for a in labels}}
+            for k, rs in sorted(groups.items(), key=lambda kv: -1 if kv[0] is None else kv[0])]
+    return out
 
 
 def _ms_per_move(results: Sequence[dict[str, Any]], label: str) -> float | None:

@@ -203,6 +203,18 @@ def test_ctrl_c_keeps_the_finished_matches_and_resume_gives_the_uninterrupted_su
     assert "partial" not in report and untimed_report(report) == \
         untimed_report((full / "report.md").read_text())
     assert TIMING_LINE in report
+    # each match says which sitting played it; the times are also given per sitting
+    assert sorted(r["sitting"] for r in lines(cut / "results.jsonl")) == [1] * 5 + [2] * 11
+    sittings = json.loads((cut / "summary.json").read_text())["timing"]["sittings"]
+    assert [(s["sitting"], s["matches"]) for s in sittings] == [(1, 5), (2, 11)]
+    assert all(set(s["ms_per_move"]) == set(FOUR) for s in sittings)
+    assert f"{TIMING_LINE} (decisions with a choice) over the 2 sittings" in report
+    assert f"{TIMING_LINE}, sitting 1 (5 matches): " in report
+    assert f"{TIMING_LINE}, sitting 2 (11 matches): " in report
+    # an uninterrupted run is one sitting: one line, no per-sitting times
+    assert {r["sitting"] for r in lines(full / "results.jsonl")} == {1}
+    assert "sittings" not in json.loads((full / "summary.json").read_text())["timing"]
+    assert "sitting" not in (full / "report.md").read_text()
 
 
 @pytest.mark.parametrize("sig,script", [(signal.SIGINT, False), (signal.SIGTERM, False),
@@ -242,6 +254,24 @@ def test_sigint_to_a_parallel_run_then_resume(sig, script, tmp_path):
     assert main(args + ["--workers", "1", "--out", str(full)]) == 0
     assert untimed(out / "summary.json") == untimed(full / "summary.json")
     assert strip(lines(results)) == strip(lines(full / "results.jsonl"))
+
+
+def test_resume_of_matches_recorded_before_sittings(tmp_path):
+    """Matches written before results recorded their sitting count as one sitting: a resume
+    is the second, and the report gives the old matches' times apart."""
+    out = tmp_path / "t"
+    tc = TournamentConfig(agents=["heuristic", "random"], num_players=2, matches=8,
+                          num_rounds=1, seed=4, bootstrap=100, out_dir=str(out))
+    run_tournament(tc, progress=False)
+    old = [{k: v for k, v in r.items() if k != "sitting"} for r in lines(out / "results.jsonl")]
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old[:3]))
+    summary = run_tournament(tc, progress=False, resume=True)
+    assert [r.get("sitting") for r in lines(out / "results.jsonl")] == [None] * 3 + [2] * 5
+    assert [(s["sitting"], s["matches"]) for s in summary["timing"]["sittings"]] == \
+        [(None, 3), (2, 5)]
+    report = (out / "report.md").read_text()
+    assert f"{TIMING_LINE}, before sittings were recorded (3 matches): " in report
+    assert f"{TIMING_LINE}, sitting 2 (5 matches): " in report
 
 
 def test_resume_drops_an_unfinished_last_line(tmp_path):
