@@ -171,6 +171,10 @@ def load_results(tc: TournamentConfig, path: str | os.PathLike[str]
         if r.get("seats") != match_seats(tc, *key) or not isinstance(r.get("rounds"), list):
             raise OutputError(f"{where} does not match the tournament's line-up (seats "
                               f"{r.get('seats')!r}, expected {match_seats(tc, *key)!r})")
+        sitting = r.get("sitting", 1)
+        if not isinstance(sitting, int) or isinstance(sitting, bool) or sitting < 1:
+            raise OutputError(f"{where} has sitting {sitting!r}: the run that played it is "
+                              "counted 1, 2, ... (a whole number from 1)")
         seen[key] = i
         results.append(r)
     return results, cut

@@ -274,6 +274,19 @@ def test_resume_of_matches_recorded_before_sittings(tmp_path):
     assert f"{TIMING_LINE}, sitting 2 (5 matches): " in report
 
 
+@pytest.mark.parametrize("bad", ["2", 0, True, 1.5])
+def test_resume_refuses_a_bad_sitting_by_line(tmp_path, bad):
+    out = tmp_path / "t"
+    tc = TournamentConfig(agents=["heuristic", "random"], num_players=2, matches=8,
+                          num_rounds=1, seed=4, bootstrap=100, out_dir=str(out))
+    run_tournament(tc, progress=False)
+    rs = lines(out / "results.jsonl")[:3]
+    rs[1]["sitting"] = bad
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rs))
+    with pytest.raises(OutputError, match=r"results.jsonl line 2 has sitting"):
+        run_tournament(tc, progress=False, resume=True)
+
+
 def test_resume_drops_an_unfinished_last_line(tmp_path):
     """A run killed while it wrote a line: resume drops the half line and plays that match."""
     full, cut = tmp_path / "full", tmp_path / "cut"
