@@ -114,19 +114,19 @@ def _timing_lines(summary: dict[str, Any]) -> list[str]:
     every = cells(timing.get("ms_per_move") or {})
     if not every:
         return []
-    sittings = [s for s in timing.get("sittings") or [] if cells(s["ms_per_move"])]
+    sittings = [(s, c) for s in timing.get("sittings") or []
+                if (c := cells(s["ms_per_move"]))]
     if len(sittings) < 2:
         return ["", f"{TIMING_LINE} (decisions with a choice, this run's machine): {every}"]
-    lines = ["", f"{TIMING_LINE} (decisions with a choice) over the {len(sittings)} sittings "
-             "of this run (it was resumed; a sitting may have run on another machine or "
-             f"beside other work, so compare agents within a sitting): {every}  "]
-    for s in sittings:
+    lines = [f"{TIMING_LINE} (decisions with a choice) over the {len(sittings)} sittings of "
+             "this run (it was resumed; a sitting may have run on another machine or beside "
+             f"other work, so compare agents within a sitting): {every}"]
+    for s, c in sittings:
         which = ("before sittings were recorded" if s["sitting"] is None
                  else f"sitting {s['sitting']}")
-        lines.append(f"{TIMING_LINE}, {which} ({s['matches']} matches): "
-                     f"{cells(s['ms_per_move'])}  ")
-    lines[-1] = lines[-1].rstrip()
-    return lines
+        lines.append(f"{TIMING_LINE}, {which} ({s['matches']} matches): {c}")
+    # one paragraph, a line each: markdown's hard line break (two spaces) ends all but the last
+    return ["", *(x + "  " for x in lines[:-1]), lines[-1]]
 
 
 def _difference_rows(summary: dict[str, Any]) -> list[str]:

@@ -256,15 +256,25 @@ def test_sigint_to_a_parallel_run_then_resume(sig, script, tmp_path):
     assert strip(lines(results)) == strip(lines(full / "results.jsonl"))
 
 
+def small_run(out):
+    """A finished 8-match, 2-player tournament in ``out``; its config."""
+    tc = TournamentConfig(agents=["heuristic", "random"], num_players=2, matches=8,
+                          num_rounds=1, seed=4, bootstrap=100, out_dir=str(out))
+    run_tournament(tc, progress=False)
+    return tc
+
+
+def write_lines(path, results):
+    path.write_text("".join(json.dumps(r) + "\n" for r in results))
+
+
 def test_resume_of_matches_recorded_before_sittings(tmp_path):
     """Matches written before results recorded their sitting count as one sitting: a resume
     is the second, and the report gives the old matches' times apart."""
     out = tmp_path / "t"
-    tc = TournamentConfig(agents=["heuristic", "random"], num_players=2, matches=8,
-                          num_rounds=1, seed=4, bootstrap=100, out_dir=str(out))
-    run_tournament(tc, progress=False)
+    tc = small_run(out)
     old = [{k: v for k, v in r.items() if k != "sitting"} for r in lines(out / "results.jsonl")]
-    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old[:3]))
+    write_lines(out / "results.jsonl", old[:3])
     summary = run_tournament(tc, progress=False, resume=True)
     assert [r.get("sitting") for r in lines(out / "results.jsonl")] == [None] * 3 + [2] * 5
     assert [(s["sitting"], s["matches"]) for s in summary["timing"]["sittings"]] == \
@@ -277,12 +287,10 @@ def test_resume_of_matches_recorded_before_sittings(tmp_path):
 @pytest.mark.parametrize("bad", ["2", 0, True, 1.5])
 def test_resume_refuses_a_bad_sitting_by_line(tmp_path, bad):
     out = tmp_path / "t"
-    tc = TournamentConfig(agents=["heuristic", "random"], num_players=2, matches=8,
-                          num_rounds=1, seed=4, bootstrap=100, out_dir=str(out))
-    run_tournament(tc, progress=False)
+    tc = small_run(out)
     rs = lines(out / "results.jsonl")[:3]
     rs[1]["sitting"] = bad
-    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rs))
+    write_lines(out / "results.jsonl", rs)
     with pytest.raises(OutputError, match=r"results.jsonl line 2 has sitting"):
         run_tournament(tc, progress=False, resume=True)
 
