@@ -166,7 +166,7 @@ def thermometer(hand):
 
 @_jit
 def next_seat(active, p, n):
-    """engine._next_table: the first active seat to the left of ``p`` (R3); -1 if none."""
+    """states.next_table: the first active seat to the left of ``p`` (R3); -1 if none."""
     for d in range(1, n + 1):
         q = p + d
         if q >= n:
@@ -291,7 +291,7 @@ def deal(S, OP, RES, RNG, HD, cfg, b):
 
 @_jit
 def _forced_opening(S, cfg, b, seat):
-    """engine._forced_opening: R5 in round 1, R6 later."""
+    """states.forced_opening: R5 in round 1, R6 later."""
     th = thermometer(S[b, HAND + seat])
     if S[b, ROUND] == 0:
         if cfg[C_ALONE]:

@@ -87,7 +87,7 @@ import secrets
 import stat
 import typing
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, Union, cast
+from typing import Any, Literal, TypedDict, Union, cast, overload
 
 import gymnasium
 import numpy as np
@@ -95,24 +95,16 @@ import numpy.typing as npt
 from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils.env_logger import EnvLogger
-from typing_extensions import Unpack
+from typing_extensions import NotRequired, Self, Unpack
 
 from . import engine as E
 from ._rule_flags import RuleFlags
 from .actions import NUM_ACTIONS, describe
 from .cards import DECK_STYLES, codes, mask_of
 from .config import MAX_PLAYERS, RulesConfig
-from .observation import Encoder, ObsArray, mask_array
+from .observation import Encoder, MaskVector, ObsArray, ObsVector, mask_array
 from .render import render_text
-
-if TYPE_CHECKING:
-    from .replay import ReplayCheck  # replay imports this module
-
-ENV_NAME = "dragons_egg_v0"
-REPLAY_FORMAT = "dragons-egg-replay"
-#: Version 2 records the final scores, a digest and ``partial``; see
-#: :mod:`dragons_egg_env.replay` (which still reads version 1).
-REPLAY_VERSION = 2
+from .replay_format import ENV_NAME, ReplayCheck, build_replay
 
 #: ``render_mode`` values (``raw_env.metadata["render_modes"]``).
 RenderMode = Literal["ansi", "human", "rgb_array"]
@@ -135,12 +127,37 @@ class EnvKwargs(RuleFlags, total=False):
 
 
 class ObsDict(TypedDict):
-    """What :meth:`raw_env.observe` returns."""
+    """What :meth:`raw_env.observe` returns (one-dimensional arrays, typed as such)."""
 
-    #: The observation vector (``docs/observation.md``).
-    observation: ObsArray
-    #: 1 for each legal action of the agent to act, all zeros for the others.
-    action_mask: npt.NDArray[np.int8]
+    #: The observation vector (``docs/observation.md``), ``(size,)`` float32.
+    observation: ObsVector
+    #: 1 for each legal action of the agent to act, all zeros for the others; ``(134,)`` int8.
+    action_mask: MaskVector
+
+
+class RoundResultInfo(TypedDict):
+    """``info["round_result"]``, in every agent's info after the step that ends a round: how
+    the round ended (R25, R29), with agent names."""
+
+    #: The round, counted from 0 (as :meth:`raw_env.round_index`).
+    round: int
+    #: Every agent in finishing order, the Dragon first and the Egg holder last (R25).
+    finish_order: list[str]
+    #: The round's Dragon, who went out first.
+    dragon: str
+    #: Who held the Egg at the end.
+    egg: str
+    #: The round ended in a deadlock (R24).
+    deadlock: bool
+
+
+class StepInfo(TypedDict):
+    """An agent's info (``env.infos[agent]``, the last item of :meth:`raw_env.last`)."""
+
+    #: The agent's action mask (the same array as ``observe(agent)["action_mask"]``).
+    action_mask: MaskVector
+    #: Only after the step that ended a round.
+    round_result: NotRequired[RoundResultInfo]
 
 
 class IllegalMoveError(ValueError):
@@ -424,7 +441,7 @@ class raw_env(AECEnv[str, ObsDict, Union[int, None]]):
         for seat, r in enumerate(res.rewards):
             self.rewards[names[seat]] = r
         self._rewards_dirty = True
-        info = {
+        info: RoundResultInfo = {
             "round": res.round,
             "finish_order": [names[q] for q in res.order],
             "dragon": names[res.dragon],
@@ -471,15 +488,35 @@ class raw_env(AECEnv[str, ObsDict, Union[int, None]]):
             mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
         return {"observation": obs, "action_mask": mask}
 
+    # PettingZoo types last() as returning ``ObsType | None`` (None only for observe=False)
+    # and the info as ``dict[str, Any]``. The overloads say what this env returns: the
+    # observation for the default observe=True, None for observe=False (a plain bool: either),
+    # and the info as the TypedDict it is, so that ``obs["action_mask"]`` in the usual loop
+    # type-checks with no Any. The info's type narrows AECEnv's ``dict[str, Any]`` (a TypedDict
+    # is no dict subtype), hence the ignore.
+    @overload  # type: ignore[override]
+    def last(self, observe: Literal[True] = True
+             ) -> tuple[ObsDict, float, bool, bool, StepInfo]: ...
+
+    @overload
+    def last(self, observe: Literal[False]) -> tuple[None, float, bool, bool, StepInfo]: ...
+
+    @overload
     def last(self, observe: bool = True
-             ) -> tuple[ObsDict | None, float, bool, bool, dict[str, Any]]:
+             ) -> tuple[ObsDict | None, float, bool, bool, StepInfo]: ...
+
+    def last(self, observe: bool = True
+             ) -> tuple[ObsDict | None, float, bool, bool, StepInfo]:
         """Observation, cumulative reward, termination, truncation and info of
-        ``agent_selection`` (PettingZoo's ``last``, with the order check)."""
+        ``agent_selection`` (PettingZoo's ``last``, with the order check). The observation is
+        ``None`` only with ``observe=False``, and type checkers know it: ``obs, *_ =
+        env.last()`` is an :class:`ObsDict`; the info is a :class:`StepInfo`."""
         if not self._has_reset:
             raise OrderError("reset() needs to be called before last.")
         agent = self.agent_selection
+        info = cast("StepInfo", self.infos[agent])  # what _select and _round_ended write
         return (self.observe(agent) if observe else None, self._cumulative_rewards[agent],
-                self.terminations[agent], self.truncations[agent], self.infos[agent])
+                self.terminations[agent], self.truncations[agent], info)
 
     def state(self) -> ObsArray:
         if not self._has_reset:
@@ -552,6 +589,24 @@ class raw_env(AECEnv[str, ObsDict, Union[int, None]]):
             return self.action_spaces[agent]
         except (KeyError, TypeError):
             raise self._unknown_agent(agent) from None
+
+    @property
+    def unwrapped(self) -> Self:
+        """The environment itself (PettingZoo's ``unwrapped``), typed as this class: ``env()``
+        and ``raw_env()`` return the env with no wrapper around it (``env()`` makes its checks
+        inside), so ``env.unwrapped`` is the same object and type checkers see its own methods
+        (``scores``, ``save_replay``, ``hand``, ...) instead of ``AECEnv``'s."""
+        return self
+
+    @property
+    def num_agents(self) -> int:
+        """How many agents are in ``agents`` now (PettingZoo's ``num_agents``, typed)."""
+        return len(self.agents)
+
+    @property
+    def max_num_agents(self) -> int:
+        """How many agents the env can have (PettingZoo's ``max_num_agents``, typed)."""
+        return len(self.possible_agents)
 
     @property
     def engine_state(self) -> E.State:
@@ -634,8 +689,6 @@ class raw_env(AECEnv[str, ObsDict, Union[int, None]]):
         that is not over yet is written as a partial replay."""
         if not self._has_reset:
             raise OrderError("reset() needs to be called before to_replay.")
-        from .replay import build_replay  # replay imports this module
-
         s = self._s
         return build_replay(self.config, self.max_players, self._seed, self._deals,
                             self._actions, s.scores, finished=s.phase == E.DONE,
@@ -698,7 +751,14 @@ def env(**kwargs: Unpack[EnvKwargs]) -> raw_env:
 
     Keyword arguments (:class:`EnvKwargs`): every field of
     :class:`~dragons_egg_env.config.RulesConfig` (``docs/flags.md``), then ``render_mode``,
-    ``max_players`` and ``deck_style``; the signature lists each with its type and default."""
+    ``max_players`` and ``deck_style``; the signature lists each with its type and default.
+
+    Types: PettingZoo's classic ``env()`` returns its env inside wrappers, whose ``unwrapped``
+    is typed as a bare ``AECEnv``. This one returns the :class:`raw_env` itself (the checks are
+    inside it), typed as such, and :attr:`raw_env.unwrapped` is that same object typed as its
+    own class; so a type checker sees ``env.unwrapped.scores`` as ``dict[str, float]`` and
+    ``env.unwrapped.save_replay`` as the method it is, not ``Any``. :meth:`raw_env.last`
+    returns an :class:`ObsDict` (not ``ObsDict | None``) for the default ``observe=True``."""
     return raw_env(_terminate_illegal=True, **kwargs)
 
 
@@ -748,4 +808,4 @@ _register()
 
 __all__ = ["env", "raw_env", "IllegalMoveError", "ActionOutOfBoundsError", "OrderError",
            "UnknownAgentError", "action_index", "match_seed", "ENV_NAME", "EnvKwargs",
-           "RuleFlags", "ObsDict", "RenderMode", "DeckStyle"]
+           "RuleFlags", "ObsDict", "StepInfo", "RoundResultInfo", "RenderMode", "DeckStyle"]

@@ -14,6 +14,9 @@ framework.
   pip install 'dragons-egg[experiments]'``;
 - :func:`require_cli` (command lines) prints that line to stderr and exits with status 2, so a
   command stops before it does any work instead of failing after it;
+- :func:`require_imports` raises it before a module imports an extra's modules, counting the
+  dependencies those bring that the code imports too (:data:`BROUGHT`: numba's llvmlite), as
+  :mod:`dragons_egg_env.vector` does before it imports numba;
 - :func:`explain` turns a ``ModuleNotFoundError`` of an extra's module into that error (for a
   module whose own imports need an extra, such as :mod:`dragons_egg_env.vector`).
 
@@ -56,6 +59,14 @@ INCLUDES: dict[str, tuple[str, ...]] = {
     "all": ("vector", "render", "experiments", "train", "rllib"),
 }
 
+#: Modules that an extra's distributions bring as their own dependencies and that the
+#: project's code imports directly: numba's llvmlite (the batched engine's kernels build LLVM
+#: IR with it). pyproject.toml does not list them (numba requires llvmlite), so they are not in
+#: :data:`OWN`; :func:`require_imports` and :func:`explain` count them as the extra's.
+BROUGHT: dict[str, tuple[str, ...]] = {
+    "vector": ("llvmlite",),
+}
+
 #: The torch to install before an extra that brings torch: its CPU build (an unpinned torch
 #: pulls a CUDA build of several GB). The Makefile installs the same (a test checks).
 TORCH_FIRST = "pip install torch==2.13.0"
@@ -78,6 +89,15 @@ def modules(extra: str) -> tuple[str, ...]:
     seen: list[str] = []
     _walk(extra, seen)
     return tuple(dict.fromkeys(m for e in seen for m in OWN[e]))
+
+
+def import_modules(extra: str) -> tuple[str, ...]:
+    """What code that imports an extra's modules needs: :func:`modules` and, for the extra and
+    those it includes, the dependencies listed in :data:`BROUGHT` (``vector``: numba, then
+    llvmlite)."""
+    seen: list[str] = []
+    _walk(extra, seen)
+    return tuple(dict.fromkeys([*modules(extra), *(m for e in seen for m in BROUGHT.get(e, ()))]))
 
 
 #: Every extra and the modules it brings, included extras expanded.
@@ -164,6 +184,17 @@ def require(what: str, *extras: str, only: Iterable[str] | None = None) -> None:
         raise err
 
 
+def require_imports(what: str, extra: str) -> None:
+    """Raise :class:`MissingExtraError` naming ``extra`` unless every module of
+    :func:`import_modules` is installed (found, not imported). A module that imports an
+    extra's modules calls it before the first of those imports, so that a missing dependency
+    of the extra's (numba without its llvmlite) is reported as the extra, not as a bare
+    ``No module named 'llvmlite'``: ``require_imports("dragons_egg_env.vector", "vector")``."""
+    gone = [m for m in import_modules(extra) if not is_installed(m)]
+    if gone:
+        raise MissingExtraError(what, extra, gone)
+
+
 def exit_missing(exc: MissingExtraError) -> None:
     """Print ``exc`` as one line to stderr and exit with status 2 (for command lines)."""
     print(str(exc), file=sys.stderr)
@@ -184,13 +215,15 @@ def explain(exc: ImportError, what: str, *extras: str) -> ImportError:
     module of ``extras`` (``raise explain(exc, "dragons_egg_env.vector", "vector") from
     None``), else ``exc`` itself."""
     top = (getattr(exc, "name", None) or "").partition(".")[0]
-    if top and any(top in modules(e) for e in extras):
-        err = missing_error(what, *extras)
-        if err is not None:
-            return err
+    if top and any(top in import_modules(e) for e in extras):
+        gone = [m for e in extras for m in import_modules(e) if not is_installed(m)]
+        if gone:
+            needed = [e for e in extras if any(m in gone for m in import_modules(e))]
+            return MissingExtraError(what, needed, list(dict.fromkeys(gone)))
     return exc
 
 
-__all__ = ["EXTRAS", "OWN", "INCLUDES", "TORCH_FIRST", "MissingExtraError", "modules",
-           "is_installed", "missing", "install_command", "message", "missing_error", "require",
-           "require_cli", "exit_missing", "explain"]
+__all__ = ["EXTRAS", "OWN", "INCLUDES", "BROUGHT", "TORCH_FIRST", "MissingExtraError",
+           "modules", "import_modules", "is_installed", "missing", "install_command", "message",
+           "missing_error", "require", "require_imports", "require_cli", "exit_missing",
+           "explain"]

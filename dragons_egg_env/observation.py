@@ -32,6 +32,13 @@ ObsArray: TypeAlias = npt.NDArray[np.float32]
 #: An action mask, 0/1 per action ``(134,)`` or ``(..., 134)``: int8 as the AEC env returns it
 #: (``observation["action_mask"]``), bool as the batched engine does.
 MaskArray: TypeAlias = Union[npt.NDArray[np.int8], npt.NDArray[np.bool_]]
+#: One observation vector, ``(size,)`` float32, as the AEC env returns it: :data:`ObsArray`
+#: with its one dimension in the type, so that type checkers read ``obs["observation"]`` (and
+#: what numpy derives from it) without ``Any`` (``npt.NDArray``'s shape is ``tuple[Any, ...]``).
+ObsVector: TypeAlias = np.ndarray[tuple[int], np.dtype[np.float32]]
+#: One int8 action mask, ``(134,)``, as the AEC env returns it (``obs["action_mask"]``,
+#: ``info["action_mask"]``), its one dimension in the type as for :data:`ObsVector`.
+MaskVector: TypeAlias = np.ndarray[tuple[int], np.dtype[np.int8]]
 
 _ACTION_BYTES = (NUM_ACTIONS + 7) // 8
 #: The phases an observation shows, in the order of its ``phase`` slots (``deal`` shows as
@@ -254,7 +261,8 @@ def mask_array(mask: int) -> npt.NDArray[np.int8]:
 
 
 __all__ = ["Field", "Layout", "layout", "Encoder", "mask_array", "ObsView", "decode_observation",
-           "decode", "pad", "players_for_size", "ObsArray", "MaskArray", "OBS_PHASES"]
+           "decode", "pad", "players_for_size", "ObsArray", "MaskArray", "ObsVector", "MaskVector",
+           "OBS_PHASES"]
 
 
 def _bits_to_int(x: npt.NDArray[np.float32]) -> int:

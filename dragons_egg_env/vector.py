@@ -16,9 +16,12 @@ plays back exactly. ``docs/vector.md`` describes the API, the autoreset semantic
 differential check against the scalar engine and the speed.
 
 Only this module and its kernel module import numba; nothing else in the package imports them.
-numba comes with the ``vector`` extra: without it, importing this module (or
-:mod:`dragons_egg_env.vector_env`) raises :class:`dragons_egg_env.extras.MissingExtraError`
-naming that extra.
+numba comes with the ``vector`` extra: without it (or without numba's llvmlite), importing
+this module (or :mod:`dragons_egg_env.vector_env`) raises
+:class:`dragons_egg_env.extras.MissingExtraError` naming that extra, before numba or llvmlite
+is imported. This module loads neither PettingZoo nor Gymnasium (it writes replays through
+:mod:`dragons_egg_env.replay_format`); the Gymnasium adapter is
+:mod:`dragons_egg_env.vector_env`.
 """
 
 from __future__ import annotations
@@ -39,14 +42,19 @@ from . import engine as E
 from .actions import NUM_ACTIONS, describe
 from .cards import ALL_CARDS, NUM_CARDS, codes
 from .config import MAX_PLAYERS, ConfigError, RulesConfig
-from .extras import explain
+from .extras import explain, require_imports
 from .observation import Layout, layout
-from .replay import build_replay
+from .replay_format import build_replay
 
+#: What needs the ``vector`` extra, as its error names it.
+_NEEDS_VECTOR = "dragons_egg_env.vector (the batched engine)"
+# numba and its llvmlite are found (not imported) first: without either, the error names the
+# vector extra and its pip command instead of the kernels' first failing import.
+require_imports(_NEEDS_VECTOR, "vector")
 try:
     from . import _vector_kernels as K
-except ModuleNotFoundError as _exc:  # numba: the vector extra
-    raise explain(_exc, "dragons_egg_env.vector (the batched engine)", "vector") from None
+except ModuleNotFoundError as _exc:  # a part of numba or llvmlite missing after all
+    raise explain(_exc, _NEEDS_VECTOR, "vector") from None
 
 #: Initial length of a match's action log (it doubles when a match needs more).
 INITIAL_LOG = 256
@@ -877,15 +885,18 @@ def random_replays(num_matches: int, num_players: int = 4, num_rounds: int = 3, 
         eng.reset()
 
 
-def __getattr__(name: str) -> Any:
-    # The Gymnasium vector env on this engine lives in vector_env (which imports this module):
-    # re-exported lazily, so either module may be imported first.
-    if name in ("SingleAgentVectorEnv", "MatchAwarePolicy"):
-        from . import vector_env
+#: Names this module once re-exported from :mod:`dragons_egg_env.vector_env` (which imports
+#: this module): no longer, so that this module never imports Gymnasium's adapter (no import
+#: circle, and ``import dragons_egg_env.vector`` loads neither Gymnasium nor PettingZoo).
+_MOVED = ("SingleAgentVectorEnv", "MatchAwarePolicy")
 
-        return getattr(vector_env, name)
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}: import it from "
+                             f"dragons_egg_env.vector_env (from dragons_egg_env.vector_env "
+                             f"import {name})")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# Also available, lazily: SingleAgentVectorEnv and MatchAwarePolicy (see __getattr__).
 __all__ = ["VectorEngine", "VectorStep", "RandomStats", "random_replays"]

@@ -139,6 +139,25 @@ def test_explain_converts_only_an_extras_missing_module(monkeypatch):
     assert extras.explain(installed, "it", "experiments") is installed
 
 
+def test_an_extras_own_dependencies_count_as_the_extra(monkeypatch):
+    """numba's llvmlite, which the kernels import themselves, is not in pyproject.toml (numba
+    requires it) but is checked as part of the vector extra (``BROUGHT``): a missing llvmlite
+    names the extra, by ``require_imports`` and by ``explain``."""
+    assert extras.import_modules("vector") == ("numba", "llvmlite")
+    assert extras.import_modules("bench")[-1] == "llvmlite"  # bench includes vector
+    assert "llvmlite" not in EXTRAS["vector"]  # the table stays pyproject's
+    extras.require_imports("x", "vector")  # installed here: no error
+    monkeypatch.setitem(sys.modules, "llvmlite", None)
+    with pytest.raises(MissingExtraError) as exc:
+        extras.require_imports("the batched engine", "vector")
+    assert str(exc.value) == ("the batched engine needs the 'vector' extra (missing: llvmlite): "
+                              "pip install 'dragons-egg[vector]'")
+    assert extras.missing_error("it", "vector") is None  # numba itself is there
+    gone = ModuleNotFoundError("No module named 'llvmlite'", name="llvmlite")
+    err = extras.explain(gone, "it", "vector")
+    assert isinstance(err, MissingExtraError) and err.missing == ("llvmlite",)
+
+
 def test_the_module_loads_the_standard_library_only():
     code = ("import sys\nimport dragons_egg_env.extras as x\n"
             "x.missing('all')\n"

@@ -24,12 +24,36 @@ def _fresh(code: str, cwd: Path = ROOT) -> str:
 
 
 @pytest.mark.parametrize("module", ["dragons_egg_env", "dragons_egg_env.engine",
-                                    "dragons_egg_env.cards", "dragons_egg_env.config",
-                                    "dragons_egg_env.actions"])
+                                    "dragons_egg_env.states", "dragons_egg_env.cards",
+                                    "dragons_egg_env.config", "dragons_egg_env.actions",
+                                    "dragons_egg_env.replay_format"])
 def test_rules_layer_imports_no_framework(module):
     out = _fresh(f"import {module}, sys; "
                  f"print(sorted(m for m in {FRAMEWORKS!r} if m in sys.modules))")
     assert out == "[]", f"import {module} loaded {out}"
+
+
+def test_the_batched_engine_loads_neither_pettingzoo_nor_gymnasium():
+    """``dragons_egg_env.vector`` (numba, numpy) writes replays through ``replay_format``, not
+    the AEC env; its Gymnasium adapter, ``vector_env``, may load both (and does: the probe
+    sees them)."""
+    probe = "print(sorted(m for m in ('pettingzoo', 'gymnasium') if m in sys.modules))"
+    assert _fresh(f"import sys, dragons_egg_env.vector\n{probe}") == "[]"
+    assert "'gymnasium'" in _fresh(f"import sys, dragons_egg_env.vector_env\n{probe}")
+
+
+def test_the_vector_adapter_names_are_read_from_vector_env():
+    """``vector`` no longer re-exports ``vector_env``'s classes (that import made a circle):
+    asking it for one says where it lives."""
+    import dragons_egg_env.vector as V
+    import dragons_egg_env.vector_env as VE
+
+    for name in ("SingleAgentVectorEnv", "MatchAwarePolicy"):
+        assert getattr(VE, name).__module__ == VE.__name__
+        with pytest.raises(AttributeError, match=rf"import it from dragons_egg_env\.vector_env "
+                                                 rf"\(from dragons_egg_env\.vector_env import "
+                                                 rf"{name}\)"):
+            getattr(V, name)
 
 
 def test_lazy_attributes_load_on_use():
