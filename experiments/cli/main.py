@@ -126,6 +126,9 @@ def main(argv: list[str] | None = None, read: Callable[[str], str] = stdin_reade
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in DELEGATED:  # before parsing: the module parses its own arguments
         return run_delegated(argv[0], argv[1:])
+    if argv[:1] == ["tournament"] and len(argv) > 1 and argv[1] in tournament.TOOLS:
+        # ``dragons-egg tournament compare|compress ...``: tools with their own arguments
+        return tournament.run_tool(argv[1], argv[2:], prog=f"dragons-egg tournament {argv[1]}")
     out = out or sys.stdout
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -41,15 +41,33 @@ A factory must depend on nothing but its seed for results to be the same for any
 workers.
 
 Pairwise differences exist only for pairs that shared a deal sequence (with more agents than
-seats some pairs may never meet); the report calls an interval from fewer than
-:data:`MIN_SEQUENCES` deal sequences too few, and shows only its mean. Match scores are exact
-(see :mod:`dragons_egg.agents.runner`): statistics count them in whole units of ``1/(n-1)``.
+seats some pairs may never meet). The small-sample rule: a figure from fewer than
+:data:`MIN_SEQUENCES` deal sequences has its mean and no interval (``low`` and ``high``
+``None`` in the result, ``null`` in ``summary.json``; the report says "too few sequences").
+Match scores are exact (see :mod:`dragons_egg.agents.runner`): statistics count them in whole
+units of ``1/(n-1)``.
+
+The result. :func:`run_tournament` (and :func:`summarize`) return a
+:class:`TournamentResult`, frozen dataclasses whose fields are the keys of ``summary.json``
+(``result.to_json()`` is what the file holds; :meth:`TournamentResult.from_json` reads one back,
+older files included: :mod:`~dragons_egg.experiments.evaluation.tournament.result`). Besides
+the figures above it holds the per-round breakdown (``by_round``,
+:mod:`~dragons_egg.experiments.evaluation.tournament.rounds`): per agent and round, its seats'
+mean round reward (R27) and, at 2 players, its share of rounds won, from round 2 on split by
+who won the round before (the Dragon asks in the tribute, R31; the Egg holder pays).
+
+Two tournaments played on the same seed, table size, match count, rounds and rules were dealt
+the same deals: :func:`compare_tournaments` (``dragons-egg tournament compare A B``) gives,
+for each pair of line-up places, A's margin minus B's paired by deal sequence
+(:mod:`~dragons_egg.experiments.evaluation.tournament.compare`).
 
 Durable runs. With an output folder, ``config.json`` is written before the first result and
 every match is appended to ``results.jsonl`` (and flushed) as it comes back from the
 workers, in the order matches finish; each line names its deal sequence and rotation, and
 the summary sorts them, so the order never changes a statistic. When the run completes,
-``results.jsonl`` is rewritten in match order. A run that stops early (Ctrl-C, an agent
+``results.jsonl`` is rewritten in match order; :func:`compress_results` (``dragons-egg
+tournament compress DIR``) then keeps it as ``results.jsonl.gz``, which every reader reads
+(a resume decompresses it first). A run that stops early (Ctrl-C, an agent
 failing with ``on_agent_error="stop"``, a worker that dies) keeps every match that came back,
 and writes ``summary.json`` (``"partial": true``) and ``report.md`` ("partial: N of M
 matches") from them. ``run_tournament(config, resume=True)`` (``--resume DIR``) plays only
@@ -74,45 +92,65 @@ lists every forfeit and the run goes on; with ``"stop"`` the run stops
 ``move_timeout`` needs ``signal.setitimer`` (Unix) and, with ``workers=1``, the main thread.
 
 The package, one job a module: :mod:`~dragons_egg.experiments.evaluation.tournament.config`
-(entrants and
-settings), :mod:`~dragons_egg.experiments.evaluation.tournament.schedule` (matches, seats and
-seeds),
+(entrants and settings, checked once as they are built),
+:mod:`~dragons_egg.experiments.evaluation.tournament.schedule` (matches, seats and seeds),
 :mod:`~dragons_egg.experiments.evaluation.tournament.runner` (the worker pool),
-:mod:`~dragons_egg.experiments.evaluation.tournament.stats` (intervals and ratings),
+:mod:`~dragons_egg.experiments.evaluation.tournament.stats` (the estimator and its rule),
+:mod:`~dragons_egg.experiments.evaluation.tournament.summary` (the figures),
+:mod:`~dragons_egg.experiments.evaluation.tournament.rounds` (the per-round breakdown),
+:mod:`~dragons_egg.experiments.evaluation.tournament.result` (the typed result),
 :mod:`~dragons_egg.experiments.evaluation.tournament.report` (plots and markdown),
 :mod:`~dragons_egg.experiments.evaluation.tournament.output` (the output folder, resume,
-:func:`run_tournament`) and :mod:`~dragons_egg.experiments.evaluation.tournament.cli` (the command
-line);
+compressed lines, :func:`run_tournament`),
+:mod:`~dragons_egg.experiments.evaluation.tournament.compare` (two tournaments on the same
+deals) and :mod:`~dragons_egg.experiments.evaluation.tournament.cli` (the command line);
 every public name is importable from the package itself.
 """
 
 from __future__ import annotations
 
-from .cli import add_arguments, main, run_from_args
+from .cli import TOOLS, add_arguments, main, run_from_args, run_tool
+from .compare import CompareError, Comparison, PairComparison, compare_tournaments
 from .config import (
     ON_AGENT_ERROR,
     Entrant,
     TournamentConfig,
     check_importable,
+    describe_agents,
     worker_registrations,
 )
 from .output import (
     OUTPUT_FILES,
     REPLAYS,
+    RESULTS,
+    RESULTS_GZ,
     RESUME_SETTINGS,
     OutputError,
     SavedRun,
     check_out_dir,
+    compress_results,
     holds_tournament,
     load_results,
     prepare_out_dir,
+    read_result_lines,
     read_saved_config,
     refuse_foreign,
+    results_file,
     run_tournament,
     settings_differences,
     write_results,
 )
 from .report import jsonable, markdown_report, plot_summary
+from .result import (
+    AgentStats,
+    Forfeit,
+    Rating,
+    RoundStats,
+    Sitting,
+    Timing,
+    TournamentResult,
+)
+from .rounds import round_breakdown, round_rewards
 from .runner import (
     AgentFailed,
     TournamentStopped,
@@ -123,29 +161,46 @@ from .runner import (
     run_matches,
 )
 from .schedule import deal_sequence, derive, match_key, match_seats, match_tasks
-from .stats import MIN_SEQUENCES, Estimate, bootstrap, summarize
+from .stats import MIN_SEQUENCES, Estimate, bootstrap
+from .summary import summarize
 
 __all__ = [
     "AgentFailed",
+    "AgentStats",
+    "CompareError",
+    "Comparison",
     "Entrant",
     "Estimate",
+    "Forfeit",
     "MIN_SEQUENCES",
     "ON_AGENT_ERROR",
     "OUTPUT_FILES",
     "OutputError",
+    "PairComparison",
     "REPLAYS",
+    "RESULTS",
+    "RESULTS_GZ",
     "RESUME_SETTINGS",
+    "Rating",
+    "RoundStats",
     "SavedRun",
+    "Sitting",
+    "TOOLS",
+    "Timing",
     "TournamentConfig",
+    "TournamentResult",
     "TournamentStopped",
     "WorkerDied",
     "add_arguments",
     "bootstrap",
     "check_importable",
     "check_out_dir",
+    "compare_tournaments",
+    "compress_results",
     "deal_sequence",
     "default_start_method",
     "derive",
+    "describe_agents",
     "failure_line",
     "holds_tournament",
     "jsonable",
@@ -158,10 +213,15 @@ __all__ = [
     "play_task",
     "plot_summary",
     "prepare_out_dir",
+    "read_result_lines",
     "read_saved_config",
     "refuse_foreign",
+    "results_file",
+    "round_breakdown",
+    "round_rewards",
     "run_from_args",
     "run_matches",
+    "run_tool",
     "run_tournament",
     "settings_differences",
     "summarize",

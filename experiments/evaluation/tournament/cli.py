@@ -1,5 +1,9 @@
 """The tournament's command line (``dragons-egg tournament``, ``python -m
-dragons_egg.experiments.evaluation.tournament``)."""
+dragons_egg.experiments.evaluation.tournament``), and its tools on finished tournaments
+(:data:`TOOLS`): ``dragons-egg tournament compare A B [--json FILE]`` (two tournaments on the
+same deals, :func:`~.compare.compare_tournaments`) and ``dragons-egg tournament compress
+DIR...`` (keep the per-match lines as ``results.jsonl.gz``, :func:`~.output.compress_results`).
+The words ``compare`` and ``compress`` in the first place name the tools, never agents."""
 
 from __future__ import annotations
 
@@ -11,21 +15,24 @@ import sys
 from pathlib import Path
 
 from dragons_egg.agents import AgentSpecError
-from dragons_egg.experiments.common.args import int_range, positive_float, rule_flag, table_size
-from dragons_egg.experiments.common.runs import stops_on_sigterm
-from dragons_egg_env.config import ConfigError
+from dragons_egg.experiments.common.args import positive_float, rule_flag, table_size
+from dragons_egg.experiments.common.runs import stops_on_sigterm, write_atomically
+from dragons_egg_env.config import ConfigError, int_range
 from dragons_egg_env.extras import require_cli
 
-from .config import ON_AGENT_ERROR, TournamentConfig
+from .compare import CompareError, compare_tournaments
+from .config import ON_AGENT_ERROR, TournamentConfig, describe_agents
 from .output import (
     OutputError,
     SavedRun,
     check_out_dir,
+    compress_results,
     holds_tournament,
     plain,
     read_saved_config,
     refuse_foreign,
     run_tournament,
+    same_rules,
 )
 from .report import markdown_report
 from .runner import AgentFailed, TournamentStopped
@@ -40,6 +47,10 @@ _CLI_SETTINGS = (("num_players", "players", "--players", 4),
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The tournament's options on ``p`` (its help names the tools, :data:`TOOLS`)."""
+    p.epilog = ("Tools on finished tournaments: '%(prog)s compare A B [--json FILE]' compares "
+                "two tournaments played on the same deals; '%(prog)s compress DIR...' keeps a "
+                "finished tournament's lines as results.jsonl.gz (each has --help).")
     p.add_argument("agents", nargs="*",
                    help="agent specs, e.g. heuristic ismcts:iterations=200 (none with --resume: "
                    "the saved ones)")
@@ -102,24 +113,26 @@ def _resumed_config(args: argparse.Namespace, parser: argparse.ArgumentParser
     if args.out is not None and Path(args.out) != Path(args.resume):
         parser.error(f"--resume {args.resume} continues the tournament in that folder: drop "
                      f"--out {args.out}")
-    tc = TournamentConfig.from_json(read_saved_config(args.resume))
+    saved = read_saved_config(args.resume)
+    tc = TournamentConfig.from_json({  # built, and checked, once: with this run's workers
+        **saved, "workers": args.workers, "out_dir": args.resume,
+        "on_agent_error": args.on_agent_error or saved.get("on_agent_error", "forfeit")})
     diffs = []
     saved_agents = tc.to_json()["agents"]
-    if args.agents and plain(TournamentConfig(agents=args.agents).to_json()["agents"]) \
-            != plain(saved_agents):
+    if args.agents and plain(describe_agents(args.agents)) != plain(saved_agents):
         diffs.append(f"agents {' '.join(args.agents)} (saved: {json.dumps(saved_agents)})")
     for attr, name, option, _ in _CLI_SETTINGS:
         value = getattr(args, name)
         if value is not None and plain(value) != plain(getattr(tc, attr)):
             diffs.append(f"{option} {value} (saved: {getattr(tc, attr)})")
-    if args.rule is not None and plain(dict(args.rule)) != plain(tc.rules):
-        diffs.append(f"--rule {json.dumps(dict(args.rule))} (saved: {json.dumps(tc.rules)})")
+    flags = tc.rule_flags()
+    if args.rule is not None and not same_rules(plain(dict(args.rule)), plain(flags),
+                                                tc.num_players, tc.num_rounds):
+        diffs.append(f"--rule {json.dumps(dict(args.rule))} (saved: {json.dumps(flags)})")
     if diffs:
         parser.error(f"cannot resume {args.resume!r} with other settings: {'; '.join(diffs)}; "
                      "omit them to resume with the saved settings, or start a new tournament "
                      "with another --out")
-    tc.workers, tc.out_dir = args.workers, args.resume
-    tc.on_agent_error = args.on_agent_error or tc.on_agent_error
     return tc
 
 
@@ -145,8 +158,8 @@ def run_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     require_cli(parser.prog, "experiments")  # ratings, progress bar, plots: before any match
     resume = args.resume is not None
     try:
+        # the config checks itself as it is built (agents, rules, settings): once
         tc = _resumed_config(args, parser) if resume else _new_config(args, parser)
-        tc.validate()
         out = check_out_dir(tc.out_dir or "")
         if not resume:
             refuse_foreign(out)
@@ -168,16 +181,80 @@ def run_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         saved = _saved_line(exc, parser.prog)
         parser.error(f"{exc}; {saved}" if saved else str(exc))
     print(markdown_report(tc, summary, []))
-    if summary["forfeits"]:
-        print(f"{len(summary['forfeits'])} matches were forfeited by an agent that failed: "
+    if summary.forfeits:
+        print(f"{len(summary.forfeits)} matches were forfeited by an agent that failed: "
               "see the report's Forfeits section", file=sys.stderr)
     print(f"wrote {tc.out_dir}/report.md, results.jsonl, summary.json and plots")
     return 0
 
 
+#: The tools on finished tournaments: ``dragons-egg tournament NAME ARGS...``.
+TOOLS = ("compare", "compress")
+
+
+def _compare_parser(prog: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=prog, description="Compare two tournaments played on the same seed, table size, "
+        "match count, rounds and rules: for each pair of line-up places, A's margin minus "
+        "B's, paired by deal sequence, with a 95% bootstrap interval.")
+    p.add_argument("a", metavar="A", help="a tournament folder")
+    p.add_argument("b", metavar="B", help="another, played on the same deals")
+    p.add_argument("--json", metavar="FILE", default=None, help="also write the table as JSON")
+    p.add_argument("--bootstrap", type=int_range(100), default=None,
+                   help="bootstrap resamples (default: A's setting)")
+    return p
+
+
+def _compress_parser(prog: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=prog, description="Keep finished tournaments' per-match lines as "
+        "results.jsonl.gz (deterministic gzip) in place of results.jsonl; every tournament "
+        "reader reads it. A partial or unfinished folder is refused.")
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="tournament folders")
+    return p
+
+
+def run_tool(name: str, argv: list[str], prog: str) -> int:
+    """Run the tool ``name`` of :data:`TOOLS` with its arguments; a mistake is one line and
+    exit status 2."""
+    if name == "compare":
+        p = _compare_parser(prog)
+        args = p.parse_args(argv)
+        try:
+            result = compare_tournaments(args.a, args.b, bootstrap_reps=args.bootstrap)
+            if args.json:
+                check_out_dir(Path(args.json).parent)
+        except (CompareError, OutputError) as exc:
+            p.error(str(exc))
+        print(result.table())
+        if args.json:
+            write_atomically(args.json, json.dumps(result.to_json(), indent=1) + "\n")
+            print(f"wrote {args.json}")
+        return 0
+    if name == "compress":
+        p = _compress_parser(prog)
+        args = p.parse_args(argv)
+        for d in args.dirs:
+            try:
+                before = (Path(d) / "results.jsonl").stat().st_size \
+                    if (Path(d) / "results.jsonl").is_file() else None
+                packed = compress_results(d)
+            except OutputError as exc:
+                p.error(str(exc))
+            print(f"{packed}: {before} -> {packed.stat().st_size} bytes")
+        return 0
+    raise ValueError(f"unknown tournament tool {name!r}; known: {', '.join(TOOLS)}")
+
+
 @stops_on_sigterm
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dragons_egg.experiments.evaluation.tournament",
+    """``python -m dragons_egg.experiments.evaluation.tournament``: a tournament, or one of
+    the :data:`TOOLS` when its name comes first."""
+    prog = "python -m dragons_egg.experiments.evaluation.tournament"
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in TOOLS:
+        return run_tool(argv[0], argv[1:], f"{prog} {argv[0]}")
+    parser = argparse.ArgumentParser(prog=prog,
                                      description="Duplicate-deal tournament between agents.")
     add_arguments(parser)
     return run_from_args(parser.parse_args(argv), parser)

@@ -7,7 +7,7 @@ import math
 import pickle
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -54,8 +54,9 @@ class Entrant:
         if self.spec is not None and not isinstance(self.spec, str):
             raise TypeError(f"entrant {self.label!r}: spec is an agent spec string, got "
                             f"{self.spec!r}")
-        if self.factory is not None and not (callable(self.factory)
-                                             or callable(getattr(self.factory, "make", None))):
+        factory: Any = self.factory  # a callable, or an object with make(seed)
+        if factory is not None and not (callable(factory)
+                                        or callable(getattr(factory, "make", None))):
             raise TypeError(f"entrant {self.label!r}: factory must be callable as "
                             f"factory(seed) or have make(seed), got {self.factory!r}")
         if self.policy is not None and not callable(self.policy):
@@ -73,8 +74,9 @@ class Entrant:
             return make_agent(self.spec, seed=seed)
         if self.policy is not None:
             return PolicyAgent(self.policy, seed=seed, label=self.label)
-        make = getattr(self.factory, "make", None)
-        agent = make(seed) if callable(make) else self.factory(seed)
+        factory: Any = self.factory
+        make = getattr(factory, "make", None)
+        agent: Agent = make(seed) if callable(make) else factory(seed)
         missing = [m for m in ("start_match", "act", "end_round")
                    if not callable(getattr(agent, m, None))]
         if missing:
@@ -109,7 +111,15 @@ def _as_entrant(item: Any, index: int) -> Entrant:
 class TournamentConfig:
     """Everything a tournament needs; saved beside its results. ``agents`` holds spec strings
     (each its own label) and :class:`Entrant` objects (a label with a spec, a factory or a
-    policy); an agent listed twice fills two places of the line-up."""
+    policy); an agent listed twice fills two places of the line-up.
+
+    Built once, checked once: the constructor turns ``rules`` into a
+    :class:`~dragons_egg_env.config.RulesConfig` (with ``num_players`` and ``num_rounds``) and
+    runs :meth:`validate`, so a config that exists can be played (a mistake is a
+    ``ValueError``, ``TypeError``, :class:`~dragons_egg_env.config.ConfigError` or
+    :class:`~dragons_egg.agents.AgentSpecError` with a one-line message, raised here).
+    :func:`~.output.run_tournament` and :func:`~.runner.run_matches` do not check it again:
+    change a setting with :func:`dataclasses.replace`, which builds and checks a new one."""
 
     agents: list[str | Entrant]
     num_players: int = 4
@@ -117,8 +127,11 @@ class TournamentConfig:
     matches: int = 200
     seed: int = 0
     num_rounds: int = 3
-    #: Rule flags other than num_players / num_rounds.
-    rules: dict[str, Any] = field(default_factory=dict)
+    #: The rule flags: a :class:`~dragons_egg_env.config.RulesConfig` once built. A plain
+    #: dict of flags other than num_players / num_rounds is accepted (and is how
+    #: ``config.json`` saves them); a RulesConfig must agree with ``num_players`` and
+    #: ``num_rounds``.
+    rules: RulesConfig | Mapping[str, Any] = field(default_factory=dict)
     workers: int = 1
     #: Bootstrap resamples for the intervals.
     bootstrap: int = 2000
@@ -128,13 +141,28 @@ class TournamentConfig:
     on_agent_error: str = "forfeit"
     #: Seconds each call to an agent may take (``None``: no limit); a late agent fails.
     move_timeout: float | None = None
+    #: The flags given as a dict, saved as given (``config.json`` keeps its old form).
+    _given: tuple[str, ...] | None = field(default=None, init=False, repr=False,
+                                           compare=False)
+
+    def __post_init__(self) -> None:
+        self.rules, self._given = _build_rules(self.rules, self.num_players, self.num_rounds)
+        self.validate()
 
     def rules_config(self) -> RulesConfig:
-        extra = set(self.rules) & {"num_players", "num_rounds"}
-        if extra:
-            raise ConfigError(f"set {', '.join(sorted(extra))} directly, not in rules")
-        return RulesConfig.from_kwargs({**self.rules, "num_players": self.num_players,
-                                        "num_rounds": self.num_rounds})
+        """The rules (R1..R34 flags, table size and match length) as built at construction."""
+        assert isinstance(self.rules, RulesConfig)  # __post_init__ made it one
+        return self.rules
+
+    def rule_flags(self) -> dict[str, Any]:
+        """The rule flags other than num_players / num_rounds as ``config.json`` saves them:
+        those given as a dict, or the ones that differ from their defaults."""
+        rules = self.rules_config().to_dict()
+        if self._given is not None:
+            return {k: rules[k] for k in self._given}
+        default = RulesConfig().to_dict()
+        return {k: v for k, v in rules.items()
+                if k not in _TABLE and v != default[k]}
 
     def entrants(self) -> list[Entrant]:
         """``agents`` as :class:`Entrant` objects (a spec string is its own label)."""
@@ -154,14 +182,13 @@ class TournamentConfig:
         return out
 
     def validate(self) -> None:
-        """Check everything that can be checked before playing: agent specs (with their
-        paths and options, and that each can play a table of ``num_players``), labels, the
-        rules and, with ``workers > 1``, that every factory, policy and registered agent the
-        specs use can be sent to worker processes."""
+        """Check everything that can be checked before playing (the constructor does): agent
+        specs (with their paths and options, and that each can play a table of
+        ``num_players``), labels, the settings and, with ``workers > 1``, that every factory,
+        policy and registered agent the specs use can be sent to worker processes."""
         if not self.agents:
             raise ValueError("a tournament needs at least one agent")
         entrants = self.by_label()
-        self.rules_config()
         for e in entrants.values():
             if e.spec is not None:
                 check_spec_for_table(e.spec, self.num_players)  # parses the spec fully
@@ -209,7 +236,7 @@ class TournamentConfig:
                     f"agent {i + 1} of the saved config, {a!r}, is a factory or a policy: "
                     "only the program that made it can rebuild it (resume with "
                     "run_tournament(config, resume=True) there)")
-        known = {f.name for f in fields(cls)} - {"agents"}
+        known = {f.name for f in fields(cls) if f.init} - {"agents"}
         return cls(agents=agents, **{k: v for k, v in data.items() if k in known})
 
     def registrations(self) -> dict[str, Callable[..., Agent]]:
@@ -241,14 +268,50 @@ class TournamentConfig:
 
     def to_json(self) -> dict[str, Any]:
         """The config as JSON data: spec strings as they are, other entrants described."""
-        data = {f: getattr(self, f) for f in self.__dataclass_fields__}
-        data["agents"] = [a if isinstance(a, str) else _as_entrant(a, i).describe()
-                          for i, a in enumerate(self.agents)]
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+        data["agents"] = describe_agents(self.agents)
+        data["rules"] = self.rule_flags()
         return data
 
     @property
     def num_sequences(self) -> int:
         return math.ceil(self.matches / self.num_players)
+
+
+#: The settings of a RulesConfig that are TournamentConfig fields of their own.
+_TABLE = ("num_players", "num_rounds")
+
+
+def _build_rules(rules: RulesConfig | Mapping[str, Any], num_players: int, num_rounds: int
+                 ) -> tuple[RulesConfig, tuple[str, ...] | None]:
+    """The RulesConfig of a tournament's ``rules`` and the flags given as a dict (``None``
+    for a RulesConfig); a one-line error for an unknown or bad flag, or a table size or match
+    length given twice."""
+    for name, value in (("num_players", num_players), ("num_rounds", num_rounds)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} is a whole number, got {value!r}")
+    if isinstance(rules, RulesConfig):
+        for name, value in (("num_players", num_players), ("num_rounds", num_rounds)):
+            if getattr(rules, name) != value:
+                raise ValueError(f"rules has {name}={getattr(rules, name)} but the tournament "
+                                 f"{name}={value}: give the same, or pass the rule flags as "
+                                 "a dict")
+        return rules, None
+    if not isinstance(rules, Mapping):
+        raise TypeError(f"rules is a RulesConfig or a dict of rule flags, got {rules!r}")
+    extra = set(rules) & set(_TABLE)
+    if extra:
+        raise ConfigError(f"set {', '.join(sorted(extra))} directly, not in rules")
+    built = RulesConfig.from_kwargs({**rules, "num_players": num_players,
+                                     "num_rounds": num_rounds})
+    return built, tuple(rules)
+
+
+def describe_agents(agents: Sequence[str | Entrant]) -> list[str | dict[str, str]]:
+    """``agents`` as ``config.json`` saves them: spec strings as they are, other entrants
+    described (:meth:`Entrant.describe`)."""
+    return [a if isinstance(a, str) else _as_entrant(a, i).describe()
+            for i, a in enumerate(agents)]
 
 
 def _require_picklable(value: Any, what: str, workers: int, fix: str) -> None:

@@ -1,25 +1,43 @@
 """A tournament's output folder: ``config.json``, ``results.jsonl`` appended as matches finish,
-resuming a stopped run, partial reports, and :func:`run_tournament`, which plays a tournament
-into its folder."""
+resuming a stopped run, partial reports, :func:`run_tournament`, which plays a tournament
+into its folder, and :func:`compress_results`, which keeps a finished folder's lines as
+``results.jsonl.gz``.
+
+Compressed lines. A finished tournament's ``results.jsonl`` may be kept as
+``results.jsonl.gz`` (:func:`compress_results`, ``dragons-egg tournament compress DIR``):
+every reader (:func:`load_results`, :func:`read_result_lines`, the comparison of two
+tournaments) reads the ``.gz`` when ``results.jsonl`` is absent, and refuses a folder that
+holds both (an :class:`OutputError` naming both). A resume of a folder that holds only the
+``.gz`` decompresses it into ``results.jsonl`` (removing the ``.gz``) and goes on as usual:
+missing matches are played and the summary and report rewritten; compress it again after."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import math
 import os
 import tempfile
+import zlib
 from collections.abc import Iterable
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from dragons_egg.experiments.common.runs import write_atomically
+from dragons_egg.experiments.common.runs import atomic_path, write_atomically
+from dragons_egg_env.config import ConfigError, RulesConfig
 from dragons_egg_env.extras import require
 
 from .config import TournamentConfig
-from .report import jsonable, markdown_report, plot_summary
+from .report import markdown_report, plot_summary
+from .result import TournamentResult
 from .runner import AgentFailed, TournamentStopped, run_matches
 from .schedule import match_key, match_seats, match_tasks
-from .stats import summarize
+from .summary import summarize
+
+#: A tournament's per-match lines, and the same compressed (:func:`compress_results`).
+RESULTS = "results.jsonl"
+RESULTS_GZ = "results.jsonl.gz"
 
 
 def write_results(path: Path, results: Iterable[dict[str, Any]]) -> None:
@@ -66,8 +84,8 @@ def prepare_out_dir(path: str | os.PathLike[str]) -> Path:
 
 #: The files a tournament writes in its output folder (``--overwrite`` replaces exactly
 #: these, and the replays of forfeited matches in :data:`REPLAYS`).
-OUTPUT_FILES = ("config.json", "results.jsonl", "summary.json", "report.md", "ratings.png",
-                "head_to_head.png", "places.png")
+OUTPUT_FILES = ("config.json", RESULTS, RESULTS_GZ, "summary.json", "report.md",
+                "ratings.png", "head_to_head.png", "places.png")
 #: The subfolder of the replays of forfeited matches (``seqS-rotR.json``).
 REPLAYS = "replays"
 #: The settings a resume must keep: they change the results or the summary (``workers``,
@@ -77,9 +95,58 @@ RESUME_SETTINGS = ("agents", "num_players", "matches", "seed", "num_rounds", "ru
 
 
 def holds_tournament(path: str | os.PathLike[str]) -> bool:
-    """Whether the folder holds a tournament's files (``config.json`` or ``results.jsonl``)."""
+    """Whether the folder holds a tournament's files (``config.json``, ``results.jsonl`` or
+    ``results.jsonl.gz``)."""
     out = Path(path)
-    return (out / "config.json").exists() or (out / "results.jsonl").exists()
+    return any((out / name).exists() for name in ("config.json", RESULTS, RESULTS_GZ))
+
+
+def results_file(path: str | os.PathLike[str]) -> Path | None:
+    """The file of a folder's per-match lines: ``results.jsonl``, else ``results.jsonl.gz``,
+    else ``None``; an :class:`OutputError` when both are there (which one is right?)."""
+    out = Path(path)
+    plain_file, packed = out / RESULTS, out / RESULTS_GZ
+    if plain_file.exists() and packed.exists():
+        raise OutputError(f"{str(out)!r} holds both {RESULTS} and {RESULTS_GZ}: keep one "
+                          f"(remove {packed} if {plain_file} is the newer)")
+    if plain_file.exists():
+        return plain_file
+    return packed if packed.exists() else None
+
+
+def _read_bytes(file: Path) -> bytes:
+    if file.name != RESULTS_GZ:
+        return file.read_bytes()
+    try:
+        return gzip.decompress(file.read_bytes())
+    except (OSError, EOFError, zlib.error) as exc:
+        raise OutputError(f"{file} cannot be decompressed ({exc})") from None
+
+
+def read_result_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The per-match lines of a folder (``results.jsonl`` or ``results.jsonl.gz``) as they
+    are saved, without checking them against a config (an unfinished last line is left
+    out); an :class:`OutputError` naming the file and line when one is not a match's
+    result, or when the folder holds none."""
+    file = results_file(path)
+    if file is None:
+        raise OutputError(f"{str(path)!r} holds no tournament results ({RESULTS} or "
+                          f"{RESULTS_GZ})")
+    data = _read_bytes(file)
+    out = []
+    for i, line in enumerate(data[:data.rfind(b"\n") + 1].split(b"\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+            if not isinstance(r, dict) or not isinstance(r["seats"], list) or \
+                    not isinstance(r["scores"], list):
+                raise TypeError
+            r["sequence"], r["rotation"]  # noqa: B018 - a match names both
+        except (ValueError, TypeError, KeyError):
+            raise OutputError(f"{file} line {i} is not a match result") from None
+        out.append(r)
+    return out
 
 
 def refuse_foreign(out: Path) -> None:
@@ -126,27 +193,53 @@ def settings_differences(saved: dict[str, Any], tc: TournamentConfig
     """The settings of :data:`RESUME_SETTINGS` in which ``tc`` differs from a saved
     ``config.json``: name -> (saved, asked). A setting missing from an older file counts as
     its default."""
-    defaults = {f.name: f.default if f.default is not MISSING else f.default_factory()
-                for f in fields(TournamentConfig) if f.name != "agents"}
+    defaults = config_defaults()
     now = tc.to_json()
     out = {}
     for key in RESUME_SETTINGS:
         old = plain(saved.get(key, defaults.get(key)))
         new = plain(now[key])
+        if key == "rules" and same_rules(old, new, tc.num_players, tc.num_rounds):
+            continue  # e.g. a default flag saved explicitly
         if old != new:
             out[key] = (old, new)
     return out
 
 
+def config_defaults() -> dict[str, Any]:
+    """Every setting's default (``rules``: ``{}``), for a key missing from an older
+    ``config.json``."""
+    out = {}
+    for f in fields(TournamentConfig):
+        if f.name == "agents" or not f.init:
+            continue
+        make = f.default_factory
+        out[f.name] = f.default if f.default is not MISSING else (
+            make() if callable(make) else None)
+    return out
+
+
+def same_rules(a: Any, b: Any, num_players: int, num_rounds: int) -> bool:
+    """Whether two saved rule-flag dicts give the same rules at this table (a flag given at
+    its default is the same as one left out)."""
+    try:
+        ra, rb = (RulesConfig.from_kwargs({**x, "num_players": num_players,
+                                           "num_rounds": num_rounds}) for x in (a, b))
+    except (ConfigError, TypeError, ValueError):
+        return bool(a == b)
+    return ra == rb
+
+
 def load_results(tc: TournamentConfig, path: str | os.PathLike[str]
                  ) -> tuple[list[dict[str, Any]], int | None]:
-    """The finished matches in a folder's ``results.jsonl``, checked against ``tc`` (every
-    line a match of this tournament, once), and, when the file ends in an unfinished line (a
-    run killed while it wrote), the length of its whole lines (else ``None``)."""
-    file = Path(path) / "results.jsonl"
-    if not file.exists():
+    """The finished matches in a folder's ``results.jsonl`` (or ``results.jsonl.gz``, see the
+    module's docstring), checked against ``tc`` (every line a match of this tournament,
+    once), and, when the file ends in an unfinished line (a run killed while it wrote), the
+    length of its whole lines (else ``None``)."""
+    file = results_file(path)
+    if file is None:
         return [], None
-    data = file.read_bytes()
+    data = _read_bytes(file)
     cut = None
     if data and not data.endswith(b"\n"):
         cut = data.rfind(b"\n") + 1
@@ -223,8 +316,15 @@ class _Log:
         if self.file is not None:
             return
         prepare_out_dir(self.out)
-        path = self.out / "results.jsonl"
+        path = self.out / RESULTS
         if self.resume:
+            packed = self.out / RESULTS_GZ
+            if not path.exists() and packed.exists():  # decompress, then append as usual
+                data = _read_bytes(packed)
+                with atomic_path(path) as tmp:
+                    tmp.write_bytes(data[:self.cut] if self.cut is not None else data)
+                packed.unlink()
+                self.cut = None
             if self.cut is not None:  # drop an unfinished last line before appending
                 os.truncate(path, self.cut)
                 self.cut = None
@@ -263,7 +363,7 @@ class _Log:
             self.file.close()
             self.file = None
 
-    def finish(self) -> dict[str, Any]:
+    def finish(self) -> TournamentResult:
         """Close ``results.jsonl`` and write ``summary.json``, ``report.md`` and the plots
         from every finished match (partial when some are missing); a complete run's results
         are rewritten in match order."""
@@ -272,15 +372,11 @@ class _Log:
         self.results, _ = load_results(self.tc, self.out)  # what the file holds, exactly
         results = sorted(self.results, key=match_key)
         if len(results) == self.planned:  # in match order, replacing the file in one step
-            write_atomically(self.out / "results.jsonl",
+            write_atomically(self.out / RESULTS,
                           "".join(json.dumps(r) + "\n" for r in results))
-        if results:
-            summary = summarize(self.tc, results)
-            plots = plot_summary(summary, self.out)
-        else:
-            summary = {"matches": 0, "planned": self.planned, "partial": True, "forfeits": []}
-            plots = []
-        write_atomically(self.out / "summary.json", json.dumps(jsonable(summary), indent=1))
+        summary = summarize(self.tc, results)
+        plots = plot_summary(summary, self.out) if results else []
+        write_atomically(self.out / "summary.json", json.dumps(summary.to_json(), indent=1))
         write_atomically(self.out / "report.md", markdown_report(self.tc, summary, plots))
         return summary
 
@@ -296,7 +392,8 @@ class _Log:
         try:
             self.finish()
         finally:
-            exc.tournament_saved = SavedRun(str(self.out), len(self.results), self.planned)
+            setattr(exc, "tournament_saved",  # noqa: B010 - any exception carries it
+                    SavedRun(str(self.out), len(self.results), self.planned))
 
 
 @dataclass(frozen=True)
@@ -311,9 +408,12 @@ class SavedRun:
 
 def run_tournament(tc: TournamentConfig, progress: bool = True,
                    start_method: str | None = None, *, resume: bool = False,
-                   overwrite: bool = False) -> dict[str, Any]:
+                   overwrite: bool = False) -> TournamentResult:
     """Play, summarize and (with ``out_dir``) write results.jsonl (as matches finish),
-    config.json, summary.json, report.md and the plots. Returns the summary. The output
+    config.json, summary.json, report.md and the plots. Returns the
+    :class:`~.result.TournamentResult` (``summary.json`` holds its
+    :meth:`~.result.TournamentResult.to_json`). The config was checked when it was built
+    (:class:`~.config.TournamentConfig`): it is not checked again. The output
     folder is checked before any match is played: one that holds a tournament is refused
     unless ``resume`` (play only its missing matches, with its saved settings) or
     ``overwrite`` (:class:`OutputError`); so are the ``experiments`` extra's modules the
@@ -324,7 +424,6 @@ def run_tournament(tc: TournamentConfig, progress: bool = True,
     :class:`SavedRun` as ``tournament_saved``."""
     require("run_tournament", "experiments",
             only=("openskill", "matplotlib") if tc.out_dir else ("openskill",))
-    tc.validate()
     if not tc.out_dir:
         if resume or overwrite:
             raise ValueError("resume and overwrite need an output folder (out_dir)")
@@ -341,5 +440,50 @@ def run_tournament(tc: TournamentConfig, progress: bool = True,
     try:
         return log.finish()
     except BaseException as exc:  # Ctrl-C while the report is written: the matches are kept
-        exc.tournament_saved = SavedRun(str(log.out), len(log.results), log.planned)
+        setattr(exc, "tournament_saved",  # noqa: B010 - any exception carries it
+                SavedRun(str(log.out), len(log.results), log.planned))
         raise
+
+
+def compress_results(path: str | os.PathLike[str]) -> Path:
+    """Keep a finished tournament's per-match lines as ``results.jsonl.gz`` in place of
+    ``results.jsonl``, and return its path. Deterministic: the gzip header holds no time
+    (``mtime=0``) and no file name, so the same lines give the same bytes. Refused, with an
+    :class:`OutputError` naming the reason, for a folder that holds no tournament, one
+    already compressed (or holding both files), and one not finished: every planned match
+    once, no unfinished last line, and a ``summary.json`` that is not partial."""
+    out = Path(path)
+    saved = read_saved_config(out)
+    file = results_file(out)
+    if file is None:
+        raise OutputError(f"cannot compress {str(out)!r}: it holds no {RESULTS}")
+    if file.name == RESULTS_GZ:
+        raise OutputError(f"cannot compress {str(out)!r}: its lines are compressed already "
+                          f"({RESULTS_GZ})")
+    data = file.read_bytes()
+    if data and not data.endswith(b"\n"):
+        raise OutputError(f"cannot compress {str(out)!r}: {RESULTS} ends in an unfinished "
+                          "line (a run stopped while it wrote): resume it first")
+    defaults = config_defaults()
+    n = saved.get("num_players", defaults["num_players"])
+    planned = math.ceil(saved.get("matches", defaults["matches"]) / n) * n
+    keys = [(r["sequence"], r["rotation"]) for r in read_result_lines(out)]
+    every = {(s, r) for s in range(planned // n) for r in range(n)}
+    if len(keys) != planned or set(keys) != every:
+        raise OutputError(f"cannot compress {str(out)!r}: it holds {len(set(keys) & every)} of "
+                          f"its {planned} matches (an unfinished tournament): resume it first")
+    summary_file = out / "summary.json"
+    try:
+        summary = json.loads(summary_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        summary = None
+    if not isinstance(summary, dict) or summary.get("partial"):
+        raise OutputError(f"cannot compress {str(out)!r}: its summary.json is missing or "
+                          "partial: resume it first")
+    packed = out / RESULTS_GZ
+    with atomic_path(packed) as tmp, open(tmp, "wb") as f:
+        f.write(gzip.compress(data, compresslevel=9, mtime=0))
+        f.flush()
+        os.fsync(f.fileno())
+    file.unlink()
+    return packed

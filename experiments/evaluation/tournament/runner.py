@@ -62,7 +62,7 @@ def play_task(tc: TournamentConfig, seq: int, rot: int,
 
 def _progress(total: int, desc: str, initial: int = 0) -> Any:
     try:
-        from tqdm import tqdm
+        from tqdm import tqdm  # type: ignore[import-untyped]
     except ImportError:  # pragma: no cover - tqdm is installed with the experiments extra
         return None
     return tqdm(total=total, initial=initial, desc=desc, unit="match", file=sys.stderr,
@@ -169,8 +169,8 @@ def run_matches(tc: TournamentConfig, progress: bool = True,
     skipped; ``on_result`` is called with each result as it comes back (in the order
     matches finish). A stop raises :class:`AgentFailed` or :class:`WorkerDied` with the
     finished matches; Ctrl-C raises ``KeyboardInterrupt`` after the results that had come
-    back went to ``on_result``."""
-    tc.validate()
+    back went to ``on_result``. The config was checked when it was built: it is not checked
+    again."""
     skip = {tuple(t) for t in done}
     every = match_tasks(tc)
     tasks = [t for t in every if t not in skip]
