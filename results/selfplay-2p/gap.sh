@@ -13,8 +13,8 @@ agent=ppo:path=results/selfplay-tt/run/final.npz
 [ -f "$OUT/ppo-ismcts-no-tribute/summary.json" ] || \
   nice -n 19 dragons-egg tournament "$agent" ismcts --players 2 --matches 300 --seed 2602 \
     --rule tribute_asks=0 --workers 1 --out "$OUT/ppo-ismcts-no-tribute"
-python results/selfplay-2p/rounds.py ppo results/selfplay-tt/ppo-ismcts-2p \
-  "$OUT/ppo-ismcts-no-tribute"
+# Round by round: the "By round" section of each folder's report.md (a folder written before
+# the section existed gains it on `dragons-egg tournament --resume DIR`).
 for tribute in ismcts ppo; do
   spec=$tribute; [ "$tribute" = ppo ] && spec=$agent
   [ -f "$OUT/tribute-$tribute/summary.json" ] || \
