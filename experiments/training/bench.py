@@ -280,12 +280,12 @@ def bench_train_ppo(seconds: float, threads: int, out: Path) -> dict[str, Any]:
     from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from dragons_egg.experiments.training.train_ppo import TrainConfig, _make_model, make_env_fn
+    from dragons_egg.experiments.training.train_ppo import TrainConfig, make_env_fn, make_model
 
     torch.set_num_threads(threads)
     cfg = TrainConfig(out_dir=str(out), run_name="bench-ppo", progress=False)
     venv = DummyVecEnv([make_env_fn(cfg, i) for i in range(cfg.n_envs)])
-    model = _make_model(cfg, venv, resume=None)  # the learner train_ppo builds, exactly
+    model = make_model(cfg, venv, resume=None)  # the learner train_ppo builds, exactly
     model.set_logger(Logger(None, []))  # no output: not even SB3's empty /tmp/SB3-<time> folder
 
     class Stop(BaseCallback):

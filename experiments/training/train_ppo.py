@@ -529,7 +529,7 @@ def _resumed_pool(resume: str, trust: bool = False) -> tuple[list[str], list[dic
     return snapshots, history
 
 
-def _make_model(cfg: TrainConfig, venv: Any, resume: str | None, trust: bool = False) -> Any:
+def make_model(cfg: TrainConfig, venv: Any, resume: str | None, trust: bool = False) -> Any:
     """A new MaskablePPO learner on ``venv``, or the one saved at ``resume`` (loaded from the
     bytes :func:`check_resume` vouched for)."""
     import hashlib
@@ -581,7 +581,7 @@ def train(cfg: TrainConfig, resume: str | None = None, trust: bool = False,
     vec_cls = SubprocVecEnv if cfg.vec_env == "subproc" else DummyVecEnv
     venv = vec_cls([make_env_fn(cfg, i) for i in range(cfg.n_envs)])
     venv.env_method("set_pool", *_pool(cfg, snapshots))
-    model = _make_model(cfg, venv, resume, trust)
+    model = make_model(cfg, venv, resume, trust)
     model.set_logger(configure(str(run), ["csv", "tensorboard"]))
     tasks = SelfPlayCallback.create(cfg, model, snapshots, history)
     if resume:

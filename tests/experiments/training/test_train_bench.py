@@ -81,13 +81,13 @@ def test_the_sb3_row_measures_the_learner_train_ppo_builds(tmp_path, monkeypatch
     from dragons_egg.experiments.training import train_ppo
     from dragons_egg.experiments.training.bench import bench_train_ppo
 
-    built, original = [], train_ppo._make_model
+    built, original = [], train_ppo.make_model
 
     def make_model(*args, **kwargs):
         built.append(original(*args, **kwargs))
         return built[-1]
 
-    monkeypatch.setattr(train_ppo, "_make_model", make_model)
+    monkeypatch.setattr(train_ppo, "make_model", make_model)
     fig = bench_train_ppo(0.05, 1, tmp_path)
     cfg = train_ppo.TrainConfig()
     (model,) = built
