@@ -29,7 +29,10 @@ when > 0 it replaces the iteration budget, at least one iteration), ``c`` (PUCT 
 default 1.5), ``depth`` (default 0: before a leaf is valued, up to that many moves are played
 by the network's most likely action, within the round), ``temperature`` (default 1: the
 priors are the softmax of the logits divided by it; above 1 flattens them, so that search
-looks further past the policy's first choice).
+looks further past the policy's first choice), ``rules_mismatch`` (default ``warn``: at the
+start of a match under other rules than the policy file was trained under, warn once, as
+``ppo`` does, :func:`dragons_egg.agents.ppo.warn_rules_mismatch`; ``ignore``: play on
+silently). The search itself always plays the game's own rules.
 """
 
 from __future__ import annotations
@@ -51,11 +54,13 @@ from .netpolicy import NetPolicy
 from .ppo import (
     SHIPPED,
     CheckpointError,
-    _net_policy,
     check_checkpoint,
+    check_rules_mismatch,
     check_table,
     checkpoint_format,
     checkpoint_players,
+    net_policy,
+    warn_rules_mismatch,
 )
 from .sampling import sample_world
 
@@ -72,13 +77,15 @@ def _encoder(n: int, max_players: int, num_rounds: int) -> Encoder:
 
 
 def check_options(path: str = "", iterations: int = 200, time: float = 0.0, c: float = 1.5,
-                  depth: int = 0, temperature: float = 1.0) -> None:
+                  depth: int = 0, temperature: float = 1.0, rules_mismatch: str = "warn"
+                  ) -> None:
     """Check the options of an ``ismcts-net`` agent (a ``ValueError`` naming the first bad
     one), cheaply: the policy file is checked as ``ppo`` checks it, without building the
     agent (:func:`dragons_egg.agents.ppo.check_checkpoint`)."""
     check_search(iterations, time, c)
     check_count("depth", depth, 0)
     check_real("temperature", temperature, 0, strict=True)
+    check_rules_mismatch(rules_mismatch)
     _policy_path(path)
 
 
@@ -138,15 +145,16 @@ class NetISMCTSAgent(Agent):
 
     def __init__(self, seed: int | None = None, path: str = "", iterations: int = 200,
                  time: float = 0.0, c: float = 1.5, depth: int = 0,
-                 temperature: float = 1.0) -> None:
+                 temperature: float = 1.0, rules_mismatch: str = "warn") -> None:
         super().__init__(seed)
         try:
             check_options(path=path, iterations=iterations, time=time, c=c, depth=depth,
-                          temperature=temperature)
+                          temperature=temperature, rules_mismatch=rules_mismatch)
         except ValueError as exc:
             raise ValueError(f"ismcts-net: {exc}") from None
         self.path = _policy_path(path)
-        self.net: NetPolicy = _net_policy(self.path)
+        self.net: NetPolicy = net_policy(self.path)
+        self.rules_mismatch = rules_mismatch
         self.policy_players = self.net.max_players
         self.iterations = int(iterations)
         self.time = float(time)
@@ -164,13 +172,18 @@ class NetISMCTSAgent(Agent):
 
     @classmethod
     def table_limit(cls, path: str = "", iterations: int = 200, time: float = 0.0,
-                    c: float = 1.5, depth: int = 0, temperature: float = 1.0) -> int:
+                    c: float = 1.5, depth: int = 0, temperature: float = 1.0,
+                    rules_mismatch: str = "warn") -> int:
         return checkpoint_players(_policy_path(path))
 
     def start_match(self, seat: int, config: RulesConfig, max_players: int | None = None
                     ) -> None:
+        """As :meth:`Agent.start_match`; a table larger than the policy's is a
+        :class:`~dragons_egg.agents.ppo.CheckpointError`, and other rules than the policy's
+        warn once (unless ``rules_mismatch="ignore"``)."""
         super().start_match(seat, config, max_players)
         check_table(self.path, self.policy_players, self.max_players)
+        warn_rules_mismatch(self.path, self.net, config, self.rules_mismatch)
 
     # --- the search ---------------------------------------------------------------------
 

@@ -10,7 +10,10 @@ network's own logits per table size), and ``meta``, a JSON object with ``format`
 (``"dragons-egg-policy"``), ``version`` (5), ``heads`` (the list of head names, empty for a
 plain network), ``max_players`` (the observation padding it was trained
 with), ``obs_size``, ``num_actions``, ``hidden`` and ``activation``, and whatever provenance the
-trainer records. Files of versions 1 to 4, written before heads were named, carry no
+trainer records, among it ``rules``: the rule flags it was trained under
+(:meth:`dragons_egg_env.config.RulesConfig.to_dict` without ``num_players``; a file without it,
+as every file written before it was recorded, was trained under the default rules:
+:attr:`NetPolicy.rules`). Files of versions 1 to 4, written before heads were named, carry no
 ``heads``: their version says which (:data:`dragons_egg.agents.heads.VERSION_HEADS`), and they
 load as before. Loading needs numpy only (no torch); playing one observation costs a few tens of
 microseconds.
@@ -25,7 +28,9 @@ written after 0.3.0 record ``digest`` in ``meta``: the sha256 of the arrays and 
 ``meta`` (:func:`policy_digest`), checked on load, so a damaged or altered array is refused;
 files written before have none and load unchecked (the zip's CRC-32 of each member is still
 checked). Weights that are not finite (NaN, infinity) are refused, when a file is written and
-when it is read. Every refusal is a :class:`PolicyFileError` naming the file.
+when it is read. A ``rules`` record that is not an object of known rule flags with allowed
+values (:func:`check_policy_rules`) is refused too. Every refusal is a :class:`PolicyFileError`
+naming the file.
 
 The agent ``ppo`` (:class:`dragons_egg.agents.ppo.PPOAgent`) plays such a file at any table size
 up to its ``max_players``; ``net`` (:class:`NetAgent`) is its alias for policy files.
@@ -46,7 +51,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dragons_egg_env.actions import ASK_BASE, NUM_ACTIONS
-from dragons_egg_env.config import TABLE_SIZES
+from dragons_egg_env.config import TABLE_SIZES, ConfigError, RulesConfig
 from dragons_egg_env.observation import (
     MaskArray,
     ObsArray,
@@ -80,8 +85,48 @@ MAX_META_BYTES = 16 * 2**20
 #: The arrays a policy file may hold (``meta`` and the weights; see the module docstring).
 MEMBER_NAMES = re.compile(r"(meta|[wb]\d+|pi_w|pi_b|v_w|v_b|pi_counts|pi_gate)\.npy")
 
+#: The ``meta`` key of the rules a policy was trained under (rule flags without
+#: ``num_players``: a policy plays every table up to its ``max_players``).
+RULES_KEY = "rules"
+#: The rule flags a policy's ``rules`` record may hold: every field of
+#: :class:`~dragons_egg_env.config.RulesConfig` but ``num_players``.
+RULE_FLAGS = tuple(name for name in RulesConfig.field_names() if name != "num_players")
+
+
 class PolicyFileError(ValueError):
     """A policy file that is missing, not a policy, or corrupt (the message names it)."""
+
+
+def check_policy_rules(rules: object) -> dict[str, Any]:
+    """The rule flags of a policy's ``meta["rules"]`` record, every one of :data:`RULE_FLAGS`
+    (a flag the record does not name has its default; ``None``, no record, is the default
+    rules, under which every policy file written before the record was trained). A
+    ``ValueError`` naming the problem when the record is not a JSON object, names
+    ``num_players`` or an unknown flag, or gives a flag a value it does not allow (R1..R34
+    flags as :class:`~dragons_egg_env.config.RulesConfig` checks them)."""
+    if rules is None:
+        rules = {}
+    if not isinstance(rules, dict):
+        raise ValueError(f"its rules record is {type(rules).__name__} {_short(rules)}, not an "
+                         "object of rule flags")
+    if "num_players" in rules:
+        raise ValueError("its rules record names num_players; a policy's rules hold the rule "
+                         "flags only (it plays every table up to its max_players)")
+    unknown = sorted(str(k) for k in rules if k not in RULE_FLAGS)
+    if unknown:
+        raise ValueError(f"its rules record names the unknown rule flag {unknown[0]!r}; known: "
+                         f"{', '.join(RULE_FLAGS)}")
+    try:
+        config = RulesConfig.from_kwargs(rules)
+    except ConfigError as exc:
+        raise ValueError(f"its rules record is bad: {exc}") from None
+    full = config.to_dict()
+    return {name: full[name] for name in RULE_FLAGS}
+
+
+def _short(x: object, limit: int = 60) -> str:
+    text = repr(x)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class NetPolicy:
@@ -109,10 +154,22 @@ class NetPolicy:
         #: columns at 0): its term is skipped where no tribute action is legal, exactly.
         self._tribute_only = pi_counts is not None and not pi_counts[:, :ASK_BASE].any()
         self.meta = meta
+        #: The rule flags it was trained under (``meta["rules"]``, :func:`check_policy_rules`:
+        #: every flag of :data:`RULE_FLAGS`, the defaults where the file records none).
+        self.rules: dict[str, Any] = check_policy_rules(meta.get(RULES_KEY))
         self.max_players = int(meta["max_players"])
         #: Length of the observations it takes (``layout(max_players).size``).
         self.obs_size = layout(self.max_players).size
         self.activation = meta.get("activation", "tanh")
+
+    def rule_differences(self, config: RulesConfig) -> list[tuple[str, Any, Any]]:
+        """``(flag, policy value, game value)`` for every rule flag of :data:`RULE_FLAGS` on
+        which ``config``, the rules of a game, differs from :attr:`rules`, the ones the policy
+        was trained under (empty when it plays its own rules; the table size is not a rule
+        flag here: a policy plays every table up to :attr:`max_players`)."""
+        game = config.to_dict()
+        return [(name, mine, game[name]) for name, mine in self.rules.items()
+                if game[name] != mine]
 
     def _trunk(self, x: FloatArray) -> FloatArray:
         relu: bool = self.activation != "tanh"
@@ -449,6 +506,10 @@ def _read_meta(p: Path, z: zipfile.ZipFile, headers: Mapping[str, Header]) -> di
     if meta.get("version") not in READ_VERSIONS:
         raise PolicyFileError(f"policy file {p} has version {meta.get('version')!r}; this "
                               f"library reads versions {', '.join(map(str, READ_VERSIONS))}")
+    try:
+        check_policy_rules(meta.get(RULES_KEY))
+    except ValueError as exc:
+        raise PolicyFileError(f"policy file {p}: {exc}") from None
     return meta
 
 

@@ -38,6 +38,17 @@ corrupt or too-small checkpoint is a one-line error before any match starts; so 
 checkpoint without the ``train`` extra (:class:`dragons_egg_env.extras.MissingExtraError`), and
 a relative path that does not exist but names a shipped file suggests the agent's name
 (``ppo`` or ``ppo-0.1``, :data:`SHIPPED_AGENTS`).
+
+A policy file records the rules it was trained under
+(:attr:`dragons_egg.agents.netpolicy.NetPolicy.rules`; files without the record were trained
+under the default rules). At the start of a match under other rules (any rule flag, the number
+of rounds included; the table size is checked apart, and a table larger than the policy's
+``max_players`` stays refused) the agent plays on and warns with a
+:class:`RulesMismatchWarning` naming each flag that differs, the policy's value and the game's:
+once per process for each policy file and set of differences (:func:`warn_rules_mismatch`), so a
+tournament of many matches warns once. The option ``rules_mismatch=ignore``
+(``ppo:path=FILE.npz,rules_mismatch=ignore``, or the constructor's argument) silences it. An SB3
+checkpoint records no rules and is not checked.
 """
 
 from __future__ import annotations
@@ -47,7 +58,9 @@ import io
 import json
 import os
 import random
+import warnings
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -88,6 +101,18 @@ MAX_SB3_DATA_BYTES = 64 * 2**20
 _CACHE: dict[tuple[str, int, int], tuple[str, MaskablePPO]] = {}
 #: sha256 of files, by resolved path, modification time and size.
 _DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+#: The values of the option ``rules_mismatch``: ``warn`` (once, :func:`warn_rules_mismatch`)
+#: when a policy file plays under other rules than it was trained under, or ``ignore``.
+RULES_MISMATCH = ("warn", "ignore")
+#: The rule differences already warned about in this process, by policy file.
+_WARNED: set[tuple[str, tuple[tuple[str, Any, Any], ...]]] = set()
+
+
+class RulesMismatchWarning(UserWarning):
+    """A policy file plays a game under other rules than it was trained under (the message
+    names each differing flag, with the policy's value and the game's)."""
 
 
 class CheckpointError(ValueError):
@@ -203,13 +228,50 @@ def check_trust(path: str | Path, trust: bool = False, how: str = "") -> None:
         raise UntrustedCheckpointError(untrusted_message(path, how))
 
 
-def _net_policy(p: Path) -> NetPolicy:
+def net_policy(path: str | Path) -> NetPolicy:
+    """The policy file at ``path`` (:mod:`dragons_egg.agents.netpolicy`), loaded once per
+    process and file version (:func:`~dragons_egg.agents.netpolicy.cached_policy`): what the
+    agents built on a policy file (``ppo``, ``net``, ``ismcts-net``) play. A bad file is a
+    :class:`CheckpointError` (one line, naming it)."""
     from .netpolicy import PolicyFileError, cached_policy
 
     try:
-        return cached_policy(p)
+        return cached_policy(path)
     except PolicyFileError as exc:
         raise CheckpointError(str(exc)) from None
+
+
+def check_rules_mismatch(rules_mismatch: str) -> None:
+    """A ``ValueError`` unless ``rules_mismatch`` is one of :data:`RULES_MISMATCH`."""
+    if rules_mismatch not in RULES_MISMATCH:
+        raise ValueError(f"rules_mismatch is one of {', '.join(RULES_MISMATCH)}, got "
+                         f"{rules_mismatch!r}")
+
+
+def rules_mismatch_message(path: str | Path, differences: Sequence[tuple[str, Any, Any]]
+                           ) -> str:
+    """Why a policy file warns at the start of a match (one line): each flag that differs,
+    as ``flag: policy VALUE, game VALUE``."""
+    flags = "; ".join(f"{name}: policy {mine!r}, game {theirs!r}"
+                      for name, mine, theirs in differences)
+    return (f"policy file {path} was trained under other rules than this game's ({flags}); it "
+            "plays on (the option rules_mismatch=ignore silences this)")
+
+
+def warn_rules_mismatch(path: str | Path, net: NetPolicy, config: RulesConfig,
+                        rules_mismatch: str = "warn") -> list[tuple[str, Any, Any]]:
+    """Compare the rules the policy ``net`` (read from ``path``) was trained under with
+    ``config``, the game's (:meth:`~dragons_egg.agents.netpolicy.NetPolicy.rule_differences`),
+    and warn with a :class:`RulesMismatchWarning` when they differ and ``rules_mismatch`` is
+    ``"warn"``: once per process for each policy file and set of differences. Returns the
+    differences (``(flag, policy value, game value)``; empty when the rules agree)."""
+    differences = net.rule_differences(config)
+    key = (str(Path(path).resolve()), tuple(differences))
+    if differences and rules_mismatch == "warn" and key not in _WARNED:
+        _WARNED.add(key)
+        warnings.warn(rules_mismatch_message(path, differences), RulesMismatchWarning,
+                      stacklevel=3)
+    return differences
 
 
 def _observation_size(p: Path) -> int:
@@ -240,7 +302,7 @@ def checkpoint_players(path: str | Path = "") -> int:
     ``""`` is the shipped checkpoint. A :class:`CheckpointError` for a bad file."""
     p = Path(path) if path else SHIPPED
     if checkpoint_format(p) == "net":
-        return _net_policy(p).max_players
+        return net_policy(p).max_players
     size = _observation_size(p)
     players = players_for_size(size)
     if players is None:
@@ -335,7 +397,7 @@ class _NetBackend:
     """A numpy policy file (:class:`dragons_egg.agents.netpolicy.NetPolicy`)."""
 
     def __init__(self, path: Path) -> None:
-        self.net = _net_policy(path)
+        self.net = net_policy(path)
         self.max_players = self.net.max_players
 
     def greedy(self, obs: ObsArray, mask: MaskArray) -> int:
@@ -372,23 +434,35 @@ class _SB3Backend:
 
 class PPOAgent(Agent):
     """The learned-policy agent: a policy file or an SB3 checkpoint, chosen by the file's
-    content (:func:`checkpoint_format`; see the module docstring)."""
+    content (:func:`checkpoint_format`; see the module docstring).
+
+    ``rules_mismatch`` (:data:`RULES_MISMATCH`): ``"warn"`` (once) when a policy file plays
+    a match under other rules than it was trained under, ``"ignore"`` to play on silently."""
 
     name = "ppo"
 
     def __init__(self, seed: int | None = None, path: str = "", deterministic: bool = True,
-                 trust: bool = False) -> None:
+                 trust: bool = False, rules_mismatch: str = "warn") -> None:
         super().__init__(seed)
+        check_rules_mismatch(rules_mismatch)
         self.path = Path(path) if path else SHIPPED
         self.deterministic = deterministic
+        self.rules_mismatch = rules_mismatch
         self.format = checkpoint_format(self.path)
         self.backend: _NetBackend | _SB3Backend = (
             _NetBackend(self.path) if self.format == "net" else _SB3Backend(self.path, trust))
         self.policy_players = self.backend.max_players
 
+    @property
+    def net(self) -> NetPolicy | None:
+        """The numpy policy it plays (:class:`~dragons_egg.agents.netpolicy.NetPolicy`, read
+        from a policy file), or ``None`` for an SB3 checkpoint."""
+        return self.backend.net if isinstance(self.backend, _NetBackend) else None
+
     @classmethod
     def check_options(cls, path: str = "", deterministic: bool = True,
-                      trust: bool = False) -> None:
+                      trust: bool = False, rules_mismatch: str = "warn") -> None:
+        check_rules_mismatch(rules_mismatch)
         check_checkpoint(path)
         if checkpoint_format(path) == "sb3":
             check_trust(path, trust)  # it runs code when loaded: only when trusted
@@ -396,13 +470,18 @@ class PPOAgent(Agent):
 
     @classmethod
     def table_limit(cls, path: str = "", deterministic: bool = True,
-                    trust: bool = False) -> int:
+                    trust: bool = False, rules_mismatch: str = "warn") -> int:
         return checkpoint_players(path)
 
     def start_match(self, seat: int, config: RulesConfig, max_players: int | None = None
                     ) -> None:
+        """As :meth:`Agent.start_match`; a table larger than the policy's is a
+        :class:`CheckpointError`, and a policy file under other rules than its own warns
+        (:func:`warn_rules_mismatch`, unless ``rules_mismatch="ignore"``)."""
         super().start_match(seat, config, max_players)
         check_table(self.path, self.policy_players, self.max_players)
+        if self.net is not None:
+            warn_rules_mismatch(self.path, self.net, config, self.rules_mismatch)
 
     def act(self, observation: ObsArray, action_mask: MaskArray) -> int:
         obs = pad(observation, self.max_players, self.policy_players)
@@ -430,17 +509,19 @@ class NetAgent(PPOAgent):
     memoryless = True
 
     def __init__(self, seed: int | None = None, path: str = "",
-                 deterministic: bool = True) -> None:
-        super().__init__(seed, path=_policy_file_path(path), deterministic=deterministic)
+                 deterministic: bool = True, rules_mismatch: str = "warn") -> None:
+        super().__init__(seed, path=_policy_file_path(path), deterministic=deterministic,
+                         rules_mismatch=rules_mismatch)
 
     @classmethod
     def check_options(cls, path: str = "",  # type: ignore[override]
-                      deterministic: bool = True) -> None:
-        PPOAgent.check_options(_policy_file_path(path), deterministic)
+                      deterministic: bool = True, rules_mismatch: str = "warn") -> None:
+        PPOAgent.check_options(_policy_file_path(path), deterministic,
+                               rules_mismatch=rules_mismatch)
 
     @classmethod
     def table_limit(cls, path: str = "",  # type: ignore[override]
-                    deterministic: bool = True) -> int:
+                    deterministic: bool = True, rules_mismatch: str = "warn") -> int:
         return checkpoint_players(_policy_file_path(path))
 
 
