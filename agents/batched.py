@@ -13,6 +13,11 @@ its own :meth:`dragons_egg.agents.base.Agent.act_batch` (the heuristic) plays al
 call. Agent objects are reused across the matches of a slot (``start_match`` resets them), made on
 first use with a seed derived from ``seed``, the match slot and the seat, so a seeded env plays the
 same games.
+
+:func:`batch_policy` is the other way round: a spec's actions for rows of observations at one
+table in one call, where the spec has such a form (a deterministic policy file, a memoryless
+agent); the tribute analysis (``dragons_egg.experiments.evaluation.tribute``) plays its batched
+engine with it.
 """
 
 from __future__ import annotations
@@ -24,10 +29,14 @@ import numpy as np
 import numpy.typing as npt
 
 from dragons_egg_env.config import RulesConfig
-from dragons_egg_env.observation import ObsArray
+from dragons_egg_env.observation import MaskArray, ObsArray, pad
 
-from . import AgentSpec
+from . import AgentSpec, make_agent
 from .base import Agent
+from .ppo import PPOAgent
+
+#: Rows of observations and their masks -> one action per row.
+BatchFn = Callable[[ObsArray, MaskArray], npt.NDArray[np.int64]]
 
 
 def _batches(agent: Any) -> bool:
@@ -109,4 +118,32 @@ class AgentPolicy:
         return f"AgentPolicy({self.label!r}, seed={self.seed})"
 
 
-__all__ = ["AgentPolicy"]
+def batch_policy(spec: str | Callable[[int], Agent], config: RulesConfig, seed: int
+                 ) -> BatchFn | None:
+    """``spec``'s actions for rows of observations and masks at ``config``'s table (unpadded:
+    ``config.num_players`` seats), the actions its agent's :meth:`Agent.act` takes on each;
+    ``None`` when it has no such form. It has one as a deterministic policy file (``ppo``/``net``
+    on a ``.npz``: the argmax of its logits on the rows padded to the policy's seats) or a
+    memoryless agent (its ``act_batch``: the heuristic's own, or ``act`` row by row; a random
+    one draws from one generator, not from one per seat); not as a factory, an agent with
+    memory or a sampling policy file. The agent is made with ``seed`` and started at seat 0 of
+    ``config`` (so a policy file under other rules than its own warns once, as in a match)."""
+    if not isinstance(spec, str):
+        return None
+    agent = make_agent(spec, seed=seed)
+    n = config.num_players
+    agent.start_match(0, config, n)
+    net = agent.net if isinstance(agent, PPOAgent) else None
+    if isinstance(agent, PPOAgent) and agent.deterministic and net is not None:
+        m = agent.policy_players
+
+        def greedy(obs: ObsArray, mask: MaskArray) -> npt.NDArray[np.int64]:
+            out: npt.NDArray[np.int64] = np.argmax(net.logits(pad(obs, n, m), mask), axis=-1)
+            return out
+        return greedy
+    if agent.memoryless and getattr(agent, "deterministic", True):
+        return agent.act_batch  # its own, or act row by row
+    return None
+
+
+__all__ = ["AgentPolicy", "BatchFn", "batch_policy"]

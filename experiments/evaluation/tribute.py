@@ -1,18 +1,13 @@
 """What are tribute choices worth? The same play policy with different tribute policies.
 
 Every seat plays with one play policy (``--play``, default: the shipped learned agent,
-``ppo``). What the Dragon does in the tribute (R30..R34) comes from a *tribute policy*:
-
-- ``none``: ask for nothing (pass at once);
-- ``random``: uniform asks, uniform gives;
-- ``heuristic``: the rules H8/H9 of ``agents/heuristic.py`` (dragon cards and low numbers;
-  give back the weakest single card);
-- ``learned``: the choices of the agent given by ``--tribute`` (default ``ppo``, the shipped
-  learned agent) in the ask and give phases, whatever the play policy is; so a learned
-  tribute can be measured under the heuristic's play as well as under its own;
-- ``learned-ask`` and ``learned-give``: the learned asks with the heuristic's give-back, and
-  the heuristic's asks with the learned give-back, which tell where a difference between
-  ``learned`` and ``heuristic`` comes from.
+``ppo``). What the Dragon does in the tribute (R30..R34) comes from a *tribute policy*
+(:class:`~dragons_egg.agents.tribute_mix.TributeMix`): ``none`` (pass at once), ``random``,
+``heuristic`` (H8/H9 of ``agents/heuristic.py``), ``learned`` (the ask and give choices of the
+agent ``--tribute``, default ``ppo``, whatever the play policy is: a learned tribute is measured
+under the heuristic's play as well as under its own), ``learned-ask`` and ``learned-give`` (the
+learned asks with the heuristic's give-back and the other way round: where a difference between
+``learned`` and ``heuristic`` comes from).
 
 Each deal sequence (two rounds) is played once per tribute policy. Round 1 does not involve
 the tribute, and every agent is deterministic given its seed, so round 1 and the Dragon are the
@@ -22,13 +17,15 @@ policy's paired difference to ``heuristic``. Heatmaps show which cards the learn
 for and gives back.
 
 ``dragons-egg tribute-analysis [--tribute ppo] [--play SPEC ...] [--players 4] [--deals 300]
-[--workers 2] [--policies heuristic,learned] [--out runs/tribute]`` plays every deal sequence
-under each play policy given (``--play``, again for more; by default the learned agent's own
-play, then the heuristic's), and the report's head puts the learned tribute's difference to the
-heuristic's under each side by side, its asks and its give-back apart. The deal sequences are
-split among ``--workers`` processes; each has its own seeds, so the results do not depend on
-it. ``--policies`` plays only some tribute policies, ``heuristic`` among them, with the
-rewards they get in the full run.
+[--workers 2] [--policies heuristic,learned] [--rule FLAG=VALUE ...] [--out runs/tribute]``
+plays every deal sequence under each play policy given (``--play``, again for more; by default
+the learned agent's own play, then the heuristic's), and the report's head puts the learned
+tribute's difference to the heuristic's under each side by side, its asks and its give-back
+apart. The deal sequences are split among ``--workers`` processes; each has its own seeds, so
+the results do not depend on it. ``--policies`` plays only some tribute policies,
+``heuristic`` among them, with the rewards they get in the full run. Every match is played
+under the analysis's rules (:class:`TributeSettings`; :data:`DEFAULT_RULES`: two rounds, two
+asks), which ``--rule`` changes (the tournament's syntax; two rounds or more and a tribute).
 
 ``--engine batched`` (the default where it can play every policy: deterministic policy files
 such as ``ppo`` and memoryless agents such as ``heuristic``) plays the deal sequences of a unit
@@ -52,83 +49,125 @@ play policy.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shlex
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from dragons_egg.agents import AgentSpecError, check_spec_for_table, make_agent, parse_spec
 from dragons_egg.agents.base import Agent
+from dragons_egg.agents.batched import batch_policy
 from dragons_egg.agents.heuristic import HeuristicAgent
 from dragons_egg.agents.runner import play_match
-from dragons_egg.experiments.common.args import int_range
+from dragons_egg.agents.tribute_mix import TRIBUTE_POLICIES, TributeMix, tribute_actions
+from dragons_egg.experiments.common.args import int_range, rule_flag
 from dragons_egg.experiments.common.runs import ignore_interrupts, stops_on_sigterm
 from dragons_egg.experiments.evaluation.tournament import bootstrap, deal_sequence, derive
 from dragons_egg.experiments.evaluation.tournament.output import OutputError, check_out_dir
-from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, PASS
+from dragons_egg_env.actions import ASK_BASE, GIVE_BASE
 from dragons_egg_env.cards import BEAST, CARD_CODES, EGG, NUM_CARDS, NUM_NUMBERS, SUITS, codes
 from dragons_egg_env.config import RulesConfig
-from dragons_egg_env.engine import Phase
 from dragons_egg_env.extras import require_cli
-from dragons_egg_env.observation import OBS_PHASES, layout
 
-TRIBUTE_POLICIES = ("none", "random", "heuristic", "learned", "learned-ask", "learned-give")
+#: The rules of the analysis by default: 4 players, matches of two rounds (round 2 is the
+#: first with a tribute, R30), the Dragon's two asks (R31), every other flag's default.
+DEFAULT_RULES = RulesConfig(num_players=4, num_rounds=2, tribute_asks=2)
 
 
-class TributeMix(Agent):
-    """Plays with ``play``; in the ask and give phases uses the tribute policy ``tribute``
-    (``learned``: the agent ``learner``) and records what it asks for and gives."""
+@dataclass(frozen=True)
+class TributeSettings:
+    """What a tribute analysis plays, checked once here: the play policies, the ``learned``
+    tribute policy (a spec, or for :func:`run` a factory of a seed), the deal sequences per play
+    policy, the seed, the tribute policies, the engine (``auto`` resolved before) and ``rules``,
+    those of every match (the table size is ``rules.num_players``; two rounds or more, as the
+    measure is round 2, and a tribute, R26, R31). A ``ValueError`` names a bad setting."""
 
-    name = "tribute-mix"
+    plays: tuple[str, ...]
+    tribute: str | Callable[[int], Agent]
+    deals: int = 300
+    seed: int = 0
+    policies: tuple[str, ...] = TRIBUTE_POLICIES
+    engine: str = "scalar"
+    rules: RulesConfig = DEFAULT_RULES
+    #: The command that started the analysis (written with the settings).
+    command: str = ""
 
-    def __init__(self, play: Agent, tribute: str, seed: int | None = None,
-                 learner: Agent | None = None) -> None:
-        super().__init__(seed)
-        if tribute not in TRIBUTE_POLICIES:
-            raise ValueError(f"unknown tribute policy {tribute!r}; choose from "
-                             f"{', '.join(TRIBUTE_POLICIES)}")
-        self.play = play
-        self.tribute = tribute
-        self.learner = play if learner is None else learner
-        self.heuristic = HeuristicAgent(seed=seed)
-        self.asked: list[int] = []
-        self.given: list[int] = []
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plays", tuple(self.plays))
+        object.__setattr__(self, "policies", check_policies(self.policies))
+        if not self.plays:
+            raise ValueError("a tribute analysis plays one play policy or more")
+        for name, low in (("deals", 1), ("seed", 0)):
+            if isinstance(v := getattr(self, name), bool) or not isinstance(v, int) or v < low:
+                raise ValueError(f"{name} is an integer >= {low}, got {v!r}")
+        if self.engine not in ENGINES[1:]:
+            raise ValueError(f"engine is one of {', '.join(ENGINES[1:])} (auto resolved), got "
+                             f"{self.engine!r}")
+        if not isinstance(self.rules, RulesConfig):
+            raise TypeError(f"rules is a RulesConfig, got {self.rules!r}")
+        if self.rules.num_rounds < 2 or not self.rules.tribute_asks:
+            raise ValueError(f"the analysis measures round 2 after a tribute: its rules need "
+                             f"num_rounds >= 2 and tribute_asks > 0 (R26, R31), got num_rounds="
+                             f"{self.rules.num_rounds}, tribute_asks={self.rules.tribute_asks}")
 
-    def start_match(self, seat, config, max_players=None) -> None:
-        super().start_match(seat, config, max_players)
-        self.play.start_match(seat, config, max_players)
-        if self.learner is not self.play:
-            self.learner.start_match(seat, config, max_players)
-        self.heuristic.start_match(seat, config, max_players)
-        self._phase = layout(self.max_players)["phase"]
+    @property
+    def players(self) -> int:
+        """The table size (``rules.num_players``)."""
+        return self.rules.num_players
 
-    def end_round(self, result) -> None:
-        self.play.end_round(result)
-        if self.learner is not self.play:
-            self.learner.end_round(result)
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as :data:`SETTINGS` holds them (JSON; the flags but the table size in
+        ``rules``)."""
+        flags = {k: v for k, v in self.rules.to_dict().items() if k != "num_players"}
+        return {"format": FORMAT, "plays": list(self.plays), "tribute": self.tribute,
+                "deals": self.deals, "players": self.players, "seed": self.seed,
+                "policies": list(self.policies), "tribute_asks": self.rules.tribute_asks,
+                "engine": self.engine, "command": self.command, "rules": flags}
 
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        phase = OBS_PHASES[int(np.flatnonzero(observation[self._phase])[0])]
-        if phase not in (Phase.ASK, Phase.GIVE):  # play / complete
-            return self.play.act(observation, action_mask)
-        legal = [int(a) for a in np.flatnonzero(action_mask)]
-        if self.tribute == "none":
-            a = PASS if PASS in legal else legal[0]
-        elif self.tribute == "random":
-            a = legal[self.rng.randrange(len(legal))]
-        elif self.tribute == "learned" or self.tribute == f"learned-{phase.name.lower()}":
-            a = self.learner.act(observation, action_mask)
-        else:  # heuristic, or the heuristic's half of learned-ask / learned-give
-            a = self.heuristic.act(observation, action_mask)
-        if ASK_BASE <= a < GIVE_BASE:
-            self.asked.append(a - ASK_BASE)
-        elif a >= GIVE_BASE:
-            self.given.append(a - GIVE_BASE)
-        return a
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TributeSettings:
+        """Settings from :meth:`to_dict`'s form (saved before the rules, none: two rounds with
+        its ``tribute_asks``; before the engine, none: ``scalar``)."""
+        flags = data.get("rules", {"num_rounds": 2, "tribute_asks": data["tribute_asks"]})
+        try:
+            rules = RulesConfig.from_kwargs({**flags, "num_players": data["players"]})
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"rules: {exc}") from None
+        return cls(plays=tuple(data["plays"]), tribute=data["tribute"], deals=data["deals"],
+                   seed=data["seed"], policies=tuple(data["policies"]),
+                   engine=data.get("engine", "scalar"), rules=rules,
+                   command=data.get("command", ""))
+
+
+def _rules_note(rules: RulesConfig) -> str:
+    """The report's note of the flags other than :data:`DEFAULT_RULES`' (and the table)."""
+    base = dataclasses.replace(DEFAULT_RULES, num_players=rules.num_players,
+                               num_rounds=rules.num_rounds).to_dict()
+    other = [f"{k}={json.dumps(v)}" for k, v in rules.to_dict().items() if base[k] != v]
+    return f" under {', '.join(other)}" if other else ""
+
+
+def _as_settings(s: TributeSettings | Mapping[str, Any]) -> TributeSettings:
+    return s if isinstance(s, TributeSettings) else TributeSettings.from_dict(s)
+
+
+class Unit(NamedTuple):
+    """A unit of work: deal sequences ``lo..hi-1`` of one play policy, matches under ``rules``."""
+
+    play: str
+    tribute: str | Callable[[int], Agent]
+    rules: RulesConfig
+    seed: int
+    lo: int
+    hi: int
+    policies: tuple[str, ...]
+    engine: str
 
 
 def _learner(tribute: str | Callable[[int], Agent], seed: int) -> Agent:
@@ -136,11 +175,11 @@ def _learner(tribute: str | Callable[[int], Agent], seed: int) -> Agent:
     return make_agent(tribute, seed=seed) if isinstance(tribute, str) else tribute(seed)
 
 
-def _deal_range(task: tuple) -> dict[str, Any]:
+def _deal_range(task: Unit) -> dict[str, Any]:
     """Deal sequences ``lo..hi-1`` under each tribute policy of ``policies`` (a worker's unit
     of work)."""
-    play_spec, tribute, num_players, seed, tribute_asks, lo, hi, policies = task[:8]
-    config = RulesConfig(num_players=num_players, num_rounds=2, tribute_asks=tribute_asks)
+    play_spec, tribute, config, seed, lo, hi, policies = task[:7]
+    num_players = config.num_players
     rewards = {t: np.zeros(hi - lo) for t in policies}
     asked = np.zeros(NUM_CARDS, dtype=int)
     given = np.zeros(NUM_CARDS, dtype=int)
@@ -181,64 +220,14 @@ BATCH_DEALS = 1000
 ENGINES = ("auto", "batched", "scalar")
 
 
-def batch_policy(spec: str | Callable[[int], Agent], config: RulesConfig, seed: int
-                 ) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
-    """``spec``'s actions for rows of observations and masks at ``config``'s table, the
-    actions its agent's :meth:`~dragons_egg.agents.base.Agent.act` takes on each; ``None``
-    when it has no such form: a deterministic policy file (``ppo``/``net`` on a ``.npz``:
-    the argmax of its logits on the padded rows) or a memoryless agent (its ``act_batch``:
-    the heuristic's own, or ``act`` row by row; a random one draws from one generator, not
-    from one per seat); not a factory, an agent with memory or a sampling policy file."""
-    from dragons_egg.agents.netpolicy import NetPolicy
-    from dragons_egg.agents.ppo import PPOAgent
-    from dragons_egg_env.observation import pad
-
-    if not isinstance(spec, str):
-        return None
-    agent = make_agent(spec, seed=seed)
-    n = config.num_players
-    agent.start_match(0, config, n)
-    net = getattr(getattr(agent, "backend", None), "net", None)
-    if isinstance(agent, PPOAgent) and agent.deterministic and isinstance(net, NetPolicy):
-        m = agent.policy_players
-
-        def greedy(obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-            return np.argmax(net.logits(pad(obs, n, m), mask), axis=-1)
-        return greedy
-    if agent.memoryless and getattr(agent, "deterministic", True):
-        return agent.act_batch  # its own, or act row by row
-    return None
-
-
-def _tribute_actions(t: str, obs: np.ndarray, mask: np.ndarray, learned: Any, heuristic: Any,
-                     rng: np.random.Generator) -> np.ndarray:
-    """Tribute policy ``t``'s actions on rows of tribute decisions (asks or give-backs), as
-    :class:`TributeMix` takes them."""
-    ask = mask[:, ASK_BASE:GIVE_BASE].any(axis=1)
-    if t == "none":
-        return np.where(mask[:, PASS], PASS, np.argmax(mask, axis=1))
-    if t == "random":
-        u = rng.random(mask.shape) * mask  # a uniform legal action: the largest draw
-        return np.argmax(u, axis=1)
-    use = np.zeros(len(mask), bool) if t == "heuristic" else \
-        np.ones(len(mask), bool) if t == "learned" else ask if t == "learned-ask" else ~ask
-    acts = np.empty(len(mask), np.int64)
-    if use.any():
-        acts[use] = learned(obs[use], mask[use])
-    if (~use).any():
-        acts[~use] = heuristic(obs[~use], mask[~use])
-    return acts
-
-
-def _batched_range(task: tuple) -> dict[str, Any]:
+def _batched_range(task: Unit) -> dict[str, Any]:
     """:func:`_deal_range` on the compiled engine: round 1 of every deal sequence of the unit
     played together by the play policy, each match copied at the start of round 2 (the
     Dragon's first ask), and round 2 played from the copies once per tribute policy."""
-    from dragons_egg.agents.heuristic import HeuristicAgent
     from dragons_egg_env.vector import VectorEngine
 
-    play_spec, tribute, n, seed, tribute_asks, lo, hi, policies = task[:8]
-    config = RulesConfig(num_players=n, num_rounds=2, tribute_asks=tribute_asks)
+    play_spec, tribute, config, seed, lo, hi, policies = task[:7]
+    n = config.num_players
     play = batch_policy(play_spec, config, derive(seed, lo))
     learned = batch_policy(tribute, config, derive(seed, lo, 2))
     heur = HeuristicAgent(seed=0)
@@ -277,7 +266,7 @@ def _batched_range(task: tuple) -> dict[str, Any]:
             acts = np.argmax(mask, axis=1)
             trib = active & mask[:, ASK_BASE:].any(axis=1)  # an ask or a give-back (R31..R33)
             if trib.any():
-                acts[trib] = _tribute_actions(t, obs[trib], mask[trib], learned,
+                acts[trib] = tribute_actions(t, obs[trib], mask[trib], learned,
                                               heur.act_batch, rng)
                 if t == "learned":
                     seat = eng2.seats
@@ -300,9 +289,9 @@ def _batched_range(task: tuple) -> dict[str, Any]:
             "dragons": [int(x) for x in dragons]}
 
 
-def _unit(task: tuple) -> dict[str, Any]:
-    """A unit of work on the engine its task names (the last field)."""
-    return _batched_range(task) if task[-1] == "batched" else _deal_range(task)
+def _unit(task: Unit) -> dict[str, Any]:
+    """A unit of work on the engine its task names."""
+    return _batched_range(task) if task.engine == "batched" else _deal_range(task)
 
 
 def check_policies(policies: Sequence[str]) -> tuple[str, ...]:
@@ -318,13 +307,12 @@ def check_policies(policies: Sequence[str]) -> tuple[str, ...]:
     return tuple(t for t in TRIBUTE_POLICIES if t in policies)
 
 
-def _tasks(play_spec: str, tribute_spec: str | Callable[[int], Agent], num_players: int,
-           seed: int, tribute_asks: int, deals: int, step: int,
-           policies: tuple[str, ...], engine: str = "scalar") -> list[tuple]:
+def _tasks(play_spec: str, settings: TributeSettings, step: int) -> list[Unit]:
     """The units of work of one play policy: deal sequences ``lo..hi-1`` in steps of ``step``,
-    each for ``engine``."""
-    return [(play_spec, tribute_spec, num_players, seed, tribute_asks, lo,
-             min(lo + step, deals), policies, engine) for lo in range(0, deals, step)]
+    each for the settings' engine, under their rules."""
+    s = settings
+    return [Unit(play_spec, s.tribute, s.rules, s.seed, lo, min(lo + step, s.deals),
+                 s.policies, s.engine) for lo in range(0, s.deals, step)]
 
 
 def resolve_engine(engine: str, specs: Sequence[str | Callable[[int], Agent]],
@@ -347,7 +335,7 @@ def resolve_engine(engine: str, specs: Sequence[str | Callable[[int], Agent]],
     return "scalar"
 
 
-def _played(tasks: Sequence[tuple], workers: int) -> Iterator[dict[str, Any]]:
+def _played(tasks: Sequence[Unit], workers: int) -> Iterator[dict[str, Any]]:
     """The tasks' results in task order, as each finishes (on ``workers`` processes)."""
     if workers > 1 and len(tasks) > 1:
         import multiprocessing as mp
@@ -383,22 +371,33 @@ def _label(tribute_spec: str | Callable[[int], Agent]) -> str:
 
 def run(play_spec: str, deals: int, num_players: int, seed: int, tribute_asks: int = 2,
         tribute_spec: str | Callable[[int], Agent] | None = None, workers: int = 1,
-        policies: Sequence[str] = TRIBUTE_POLICIES, engine: str = "scalar") -> dict[str, Any]:
+        policies: Sequence[str] = TRIBUTE_POLICIES, engine: str = "scalar",
+        rules: RulesConfig | None = None) -> dict[str, Any]:
     """Play every deal sequence under each tribute policy of ``policies`` (all by default);
     per-deal Dragon round-2 rewards. ``tribute_spec`` is the ``learned`` tribute policy: an
     agent spec, or a picklable function of a seed that makes the agent (one per seat; default:
     the play policy). Every deal sequence has its own seeds, so the result does not depend on
     ``workers`` (processes), nor a policy's rewards on which other policies are played.
     ``engine`` (:data:`ENGINES`): ``batched`` is many times faster and plays the same matches
-    (a test checks them deal for deal against ``scalar``) where it can play the policies."""
+    (a test checks them deal for deal against ``scalar``) where it can play the policies.
+    ``rules``: the rules of every match (default: :data:`DEFAULT_RULES` at ``num_players``
+    with ``tribute_asks``); given, its table size and asks must be ``num_players`` and
+    ``tribute_asks``."""
     policies = check_policies(policies)
+    if rules is None:
+        rules = dataclasses.replace(DEFAULT_RULES, num_players=num_players,
+                                    tribute_asks=tribute_asks)
+    elif (rules.num_players, rules.tribute_asks) != (num_players, tribute_asks):
+        raise ValueError(f"rules has num_players={rules.num_players}, tribute_asks="
+                         f"{rules.tribute_asks}; the analysis was given {num_players} and "
+                         f"{tribute_asks}")
     tribute_spec = play_spec if tribute_spec is None else tribute_spec
-    config = RulesConfig(num_players=num_players, num_rounds=2, tribute_asks=tribute_asks)
-    engine = resolve_engine(engine, [play_spec, tribute_spec], config)
+    engine = resolve_engine(engine, [play_spec, tribute_spec], rules)
+    settings = TributeSettings(plays=(play_spec,), tribute=tribute_spec, deals=deals,
+                               seed=seed, policies=policies, engine=engine, rules=rules)
     step = BATCH_DEALS if engine == "batched" else \
         DEALS_PER_TASK if workers > 1 else max(deals, 1)
-    tasks = _tasks(play_spec, tribute_spec, num_players, seed, tribute_asks, deals, step,
-                   policies, engine)
+    tasks = _tasks(play_spec, settings, step)
     bar = _progress(deals)
     parts = []
     for part in _played(tasks, workers):
@@ -407,7 +406,7 @@ def run(play_spec: str, deals: int, num_players: int, seed: int, tribute_asks: i
             bar.update(len(part["dragons"]))
     if bar:
         bar.close()
-    return {**_combined(parts, policies), "config": config, "play": play_spec, "seed": seed,
+    return {**_combined(parts, policies), "config": rules, "play": play_spec, "seed": seed,
             "tribute": _label(tribute_spec)}
 
 
@@ -456,7 +455,8 @@ def report(res: dict[str, Any], summ: dict[str, Any],
         f"## Play policy `{res['play']}`", "",
         f"- play policy at every seat: `{res['play']}`; learned tribute policy: "
         f"`{res['tribute']}`; {n} players; "
-        f"{len(res['dragons'])} duplicate deal sequences of 2 rounds; seed {res['seed']}",
+        f"{len(res['dragons'])} duplicate deal sequences of {res['config'].num_rounds} rounds"
+        f"{_rules_note(res['config'])}; seed {res['seed']}",
         "- measure: the Dragon's reward in round 2 (after its tribute), 1 = first, -1 = last;"
         " 95% bootstrap intervals over deal sequences", "",
         "| tribute policy | Dragon's round-2 reward | difference to heuristic |",
@@ -494,18 +494,20 @@ def report(res: dict[str, Any], summ: dict[str, Any],
     return "\n".join(lines) + "\n"
 
 
-def overview(settings: dict[str, Any], summaries: Sequence[dict[str, Any]]) -> str:
+def overview(settings: TributeSettings | Mapping[str, Any],
+             summaries: Sequence[dict[str, Any]]) -> str:
     """The report's head: the learned tribute minus the heuristic's under every play policy,
     with its asks and its give-back apart."""
+    s = _as_settings(settings)
     lines = ["# Tribute analysis", "",
-             f"Learned tribute policy `{settings['tribute']}`, {settings['players']} players, "
-             f"{settings['deals']} duplicate deal sequences of 2 rounds per play policy, seed "
-             f"{settings['seed']}, {settings.get('engine', 'scalar')} engine; the Dragon's "
+             f"Learned tribute policy `{s.tribute}`, {s.players} players, {s.deals} duplicate "
+             f"deal sequences of {s.rules.num_rounds} rounds per play policy"
+             f"{_rules_note(s.rules)}, seed {s.seed}, {s.engine} engine; the Dragon's "
              "round-2 reward, learned tribute minus the "
              "heuristic's (95% bootstrap intervals over deal sequences):", "",
              "| play policy (every seat) | learned - heuristic | its asks alone | its "
              "give-back alone |", "|---|---|---|---|"]
-    for play, summ in zip(settings["plays"], summaries, strict=True):
+    for play, summ in zip(s.plays, summaries, strict=True):
         vs = summ["vs_heuristic"]
         cells = [vs[t].fmt(sign=True) if t in vs else "-"
                  for t in ("learned", "learned-ask", "learned-give")]
@@ -547,10 +549,12 @@ def read_settings(out: Path) -> dict[str, Any]:
     return data
 
 
-def read_parts(out: Path, settings: dict[str, Any]) -> dict[tuple[int, int], dict[str, Any]]:
+def read_parts(out: Path, settings: TributeSettings | Mapping[str, Any]
+               ) -> dict[tuple[int, int], dict[str, Any]]:
     """The finished units of work in ``out`` by (play index, first deal). A last line cut off
     by a stop in the middle of its write is dropped from the file (and said), to be played
     again; any other bad line is an :class:`AnalysisError` that names the file and line."""
+    settings = _as_settings(settings)
     path = out / PARTS
     if not path.exists():
         return {}
@@ -560,16 +564,16 @@ def read_parts(out: Path, settings: dict[str, Any]) -> dict[tuple[int, int], dic
         print(f"{path}: dropping a last line cut off in its write ({len(lines[-1])} bytes); "
               "its deal sequences are played again", file=sys.stderr)
         path.write_bytes(raw[: len(raw) - len(lines[-1])])
-    starts = {(k, lo) for k in range(len(settings["plays"]))
-              for lo in range(0, settings["deals"], _unit_size(settings))}
+    starts = {(k, lo) for k in range(len(settings.plays))
+              for lo in range(0, settings.deals, _unit_size(settings))}
     done: dict[tuple[int, int], dict[str, Any]] = {}
     for i, line in enumerate(lines[:-1], 1):
         try:
             part = json.loads(line)
             key = (part["play"], part["lo"])
-            hi = min(part["lo"] + _unit_size(settings), settings["deals"])
+            hi = min(part["lo"] + _unit_size(settings), settings.deals)
             ok = (key in starts and key not in done and part["hi"] == hi
-                  and sorted(part["rewards"]) == sorted(settings["policies"])
+                  and sorted(part["rewards"]) == sorted(settings.policies)
                   and all(len(r) == hi - part["lo"] for r in part["rewards"].values())
                   and len(part["dragons"]) == hi - part["lo"]
                   and len(part["asked"]) == len(part["given"]) == NUM_CARDS)
@@ -582,12 +586,27 @@ def read_parts(out: Path, settings: dict[str, Any]) -> dict[tuple[int, int], dic
     return done
 
 
-def _unit_size(settings: dict[str, Any]) -> int:
+def _unit_size(settings: TributeSettings) -> int:
     """Deal sequences per unit of work of the analysis's engine."""
-    return BATCH_DEALS if settings.get("engine") == "batched" else DEALS_PER_TASK
+    return BATCH_DEALS if settings.engine == "batched" else DEALS_PER_TASK
 
 
-def _settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, Any]:
+def _cli_rules(args: argparse.Namespace, parser: argparse.ArgumentParser, players: int
+               ) -> RulesConfig:
+    """The rules of a new analysis: :data:`DEFAULT_RULES` at ``--players``, ``--rule`` flags
+    over them (a bad flag or value, or one the analysis cannot measure, is a parser error)."""
+    flags = dict(args.rule or [])
+    if "num_players" in flags:
+        parser.error("--rule: give the table size with --players, not --rule num_players")
+    try:
+        rules = dataclasses.replace(DEFAULT_RULES, num_players=players, **flags)
+        TributeSettings(plays=("heuristic",), tribute="heuristic", rules=rules)
+    except (TypeError, ValueError) as exc:
+        parser.error(f"--rule: {exc}")
+    return rules
+
+
+def _settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> TributeSettings:
     """A new analysis's settings from the command line, or a resumed one's from its folder (an
     option given with another value than the saved one is an error that names it)."""
     policies = None  # --policies, checked, in TRIBUTE_POLICIES order
@@ -600,38 +619,38 @@ def _settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict
     if args.resume is None:
         tribute = args.tribute or "ppo"
         plays = args.play or list(dict.fromkeys([tribute, "heuristic"]))
-        players = args.players or 4
-        config = RulesConfig(num_players=players, num_rounds=2, tribute_asks=2)
-        _check_specs([tribute, *plays], players, parser)
+        rules = _cli_rules(args, parser, args.players or 4)
+        _check_specs([tribute, *plays], rules.num_players, parser)
         try:
-            engine = resolve_engine(args.engine or "auto", [*plays, tribute], config)
+            engine = resolve_engine(args.engine or "auto", [*plays, tribute], rules)
         except ValueError as exc:
             parser.error(f"--engine: {exc}")
-        return {"format": FORMAT, "plays": plays, "tribute": tribute,
-                "deals": 300 if args.deals is None else args.deals,
-                "players": players, "seed": args.seed or 0,
-                "policies": policies or list(TRIBUTE_POLICIES), "tribute_asks": 2,
-                "engine": engine,
-                "command": f"{parser.prog} " + " ".join(args.argv)}
+        return TributeSettings(plays=tuple(plays), tribute=tribute,
+                               deals=300 if args.deals is None else args.deals,
+                               seed=args.seed or 0,
+                               policies=tuple(policies or TRIBUTE_POLICIES), engine=engine,
+                               rules=rules, command=f"{parser.prog} " + " ".join(args.argv))
     if args.out is not None and Path(args.out) != Path(args.resume):
         parser.error(f"--resume {args.resume} continues the analysis in that folder: drop "
                      f"--out {args.out}")
     try:
-        saved = read_settings(Path(args.resume))
-    except AnalysisError as exc:
+        settings = TributeSettings.from_dict(read_settings(Path(args.resume)))
+    except (AnalysisError, ValueError) as exc:
         parser.error(str(exc))
+    saved = settings.to_dict()
     given = {"--play": args.play, "--tribute": args.tribute, "--deals": args.deals,
              "--players": args.players, "--seed": args.seed, "--policies": policies,
              "--engine": args.engine}
-    saved.setdefault("engine", "scalar")  # analyses from before the batched engine
     diffs = [f"{opt} {value} (saved: {saved[_SAVED[opt]]})" for opt, value in given.items()
              if value is not None and value != saved[_SAVED[opt]]]
+    diffs += [f"--rule {k}={json.dumps(v)} (saved: {json.dumps(saved['rules'].get(k))})"
+              for k, v in (args.rule or []) if saved["rules"].get(k) != v]
     if diffs:
         parser.error(f"cannot resume {args.resume} with other settings: {'; '.join(diffs)}; "
                      "omit them to resume with the saved ones, or start another analysis "
                      "with another --out")
-    _check_specs([saved["tribute"], *saved["plays"]], saved["players"], parser)
-    return saved
+    _check_specs([saved["tribute"], *saved["plays"]], settings.players, parser)
+    return settings
 
 
 def _check_specs(specs: list[str], players: int, parser: argparse.ArgumentParser) -> None:
@@ -651,49 +670,45 @@ def _jsonable(part: dict[str, Any]) -> dict[str, Any]:
             "dragons": [int(d) for d in part["dragons"]]}
 
 
-def play_all(settings: dict[str, Any], out: Path, workers: int = 1, progress: bool = True
-             ) -> dict[tuple[int, int], dict[str, Any]]:
+def play_all(settings: TributeSettings | Mapping[str, Any], out: Path, workers: int = 1,
+             progress: bool = True) -> dict[tuple[int, int], dict[str, Any]]:
     """Play the units of work of ``settings`` that ``out`` does not hold yet, appending each
     to :data:`PARTS` as it finishes (so a stop loses at most the units being played); every
     unit's result, by (play index, first deal)."""
+    settings = _as_settings(settings)
     done = read_parts(out, settings)
-    policies = tuple(settings["policies"])
-    todo = [(k, task) for k, play in enumerate(settings["plays"])
-            for task in _tasks(play, settings["tribute"], settings["players"], settings["seed"],
-                               settings["tribute_asks"], settings["deals"],
-                               _unit_size(settings), policies,
-                               settings.get("engine", "scalar"))
-            if (k, task[5]) not in done]
-    bar = _progress(sum(t[6] - t[5] for _, t in todo), progress)
+    todo = [(k, task) for k, play in enumerate(settings.plays)
+            for task in _tasks(play, settings, _unit_size(settings))
+            if (k, task.lo) not in done]
+    bar = _progress(sum(t.hi - t.lo for _, t in todo), progress)
     try:
         with (out / PARTS).open("a", encoding="utf-8") as f:
             for (k, task), part in zip(todo, _played([t for _, t in todo], workers), strict=True):
-                f.write(json.dumps({"play": k, "lo": task[5], "hi": task[6],
+                f.write(json.dumps({"play": k, "lo": task.lo, "hi": task.hi,
                                     **_jsonable(part)}) + "\n")
                 f.flush()
-                done[(k, task[5])] = part
+                done[(k, task.lo)] = part
                 if bar:
-                    bar.update(task[6] - task[5])
+                    bar.update(task.hi - task.lo)
     finally:
         if bar:
             bar.close()
     return done
 
 
-def finish(settings: dict[str, Any], out: Path, done: dict[tuple[int, int], dict[str, Any]]
-           ) -> str:
+def finish(settings: TributeSettings | Mapping[str, Any], out: Path,
+           done: dict[tuple[int, int], dict[str, Any]]) -> str:
     """Write the summary, the report and the heatmaps of every play policy from the finished
     units of work; the report's text."""
-    config = RulesConfig(num_players=settings["players"], num_rounds=2,
-                         tribute_asks=settings["tribute_asks"])
+    settings = _as_settings(settings)
     sections, summaries, plays = [], [], []
-    for k, play in enumerate(settings["plays"]):
+    for k, play in enumerate(settings.plays):
         parts = [done[key] for key in sorted(key for key in done if key[0] == k)]
-        res = {**_combined(parts, settings["policies"]), "config": config, "play": play,
-               "seed": settings["seed"], "tribute": settings["tribute"]}
+        res = {**_combined(parts, settings.policies), "config": settings.rules, "play": play,
+               "seed": settings.seed, "tribute": settings.tribute}
         summ = summarize(res)
         heatmap = f"tribute_heatmaps_play{k + 1}.png"
-        if "learned" in settings["policies"]:
+        if "learned" in settings.policies:
             heatmaps(res, out / heatmap)
         sections.append(report(res, summ, heatmap))
         summaries.append(summ)
@@ -704,11 +719,11 @@ def finish(settings: dict[str, Any], out: Path, done: dict[tuple[int, int], dict
                       "heatmaps": heatmap})
     text = overview(settings, summaries) + "\n" + "\n".join(sections)
     (out / "report.md").write_text(text, encoding="utf-8")
+    saved = settings.to_dict()
     (out / SUMMARY).write_text(json.dumps({
-        "tribute": settings["tribute"], "deals": settings["deals"],
-        "players": settings["players"], "seed": settings["seed"],
-        "tribute_policies": settings["policies"], "command": settings["command"],
-        "engine": settings.get("engine", "scalar"),
+        "tribute": settings.tribute, "deals": settings.deals, "players": settings.players,
+        "seed": settings.seed, "tribute_policies": saved["policies"],
+        "command": settings.command, "engine": settings.engine, "rules": saved["rules"],
         "plays": plays}, indent=1), encoding="utf-8")
     return text
 
@@ -727,6 +742,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     p.add_argument("--deals", type=int_range(1), default=None,
                    help="duplicate deal sequences per play policy (default 300)")
     p.add_argument("--players", type=int_range(2, 8), default=None, help="default 4")
+    p.add_argument("--rule", type=rule_flag, action="append", default=None, metavar="FLAG=VALUE",
+                   help="a rule flag of every match, e.g. --rule pass_locks_out=true "
+                   "(repeatable; default: the default rules, two rounds)")
     p.add_argument("--seed", type=int_range(0), default=None, help="default 0")
     p.add_argument("--workers", type=int_range(1), default=1,
                    help="processes; the results do not depend on it (default 1)")
@@ -756,10 +774,11 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             p.error(f"output folder {str(out)!r} already holds a tribute analysis: finish it "
                     f"with --resume {shlex.quote(str(out))}, or choose another --out")
         out.mkdir(parents=True, exist_ok=True)
-        (out / SETTINGS).write_text(json.dumps(settings, indent=1), encoding="utf-8")
+        (out / SETTINGS).write_text(json.dumps(settings.to_dict(), indent=1),
+                                    encoding="utf-8")
     elif (out / SUMMARY).exists():
         p.error(f"the analysis in {str(out)!r} is finished ({SUMMARY}); nothing to resume")
-    total = settings["deals"] * len(settings["plays"])
+    total = settings.deals * len(settings.plays)
     try:
         done = play_all(settings, out, args.workers, not args.no_progress)
     except AnalysisError as exc:
