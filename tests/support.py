@@ -125,7 +125,8 @@ def tiny(tmp_path, **kw):
                 eval_opponents=(), checkpoint_every=0, out_dir=str(tmp_path), progress=False,
                 collectors=0)  # in this process: the Ray collectors have tests of their own
     base.update(kw)
-    return SelfPlayConfig(**base)
+    # num_rounds and eval_players as the settings of before the rules (migrated)
+    return SelfPlayConfig.from_dict(base)
 
 
 def tribute_state(seed=0, n=4):

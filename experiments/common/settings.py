@@ -40,8 +40,8 @@ def packaged_configs(cls: type | None = None) -> dict[str, Any]:
     entries = [e for e in folder.iterdir() if e.name.endswith(".json") and e.is_file()]
     if cls is not None:
         fields = {f.name for f in dataclasses.fields(cls)}
-        entries = [e for e in entries if set(json.loads(e.read_text(encoding="utf-8")))
-                   <= fields]
+        entries = [e for e in entries
+                   if set(migrated(cls, json.loads(e.read_text(encoding="utf-8")))) <= fields]
     return {e.name[:-len(".json")]: e for e in sorted(entries, key=lambda e: e.name)}
 
 
@@ -131,6 +131,8 @@ def fits_type(tp: Any, value: Any) -> bool:
         key_t, value_t = args or (Any, Any)
         return isinstance(value, dict) and all(
             fits_type(key_t, k) and fits_type(value_t, v) for k, v in value.items())
+    if dataclasses.is_dataclass(tp) and isinstance(value, dict):
+        return True  # a settings object in JSON (such as rules), checked when it is built
     return not isinstance(tp, type) or isinstance(value, tp)
 
 
@@ -153,6 +155,14 @@ def check_settings(cls: type, data: Any) -> None:
     for name, value in data.items():
         if not fits_type(types_[name], value):
             raise ValueError(f"{name}: expected {describe_type(types_[name])}, got {value!r}")
+
+
+def migrated(cls: type, data: Any) -> Any:
+    """``data`` in today's form for the settings dataclass ``cls``: its classmethod
+    ``migrate`` applied, where it has one (settings renamed or moved since a file was
+    written); a ``ValueError`` where it cannot be."""
+    migrate = getattr(cls, "migrate", None)
+    return migrate(data) if migrate is not None and isinstance(data, dict) else data
 
 
 def check_fields(cfg: Any) -> None:
@@ -193,15 +203,20 @@ def read_settings(cls: type, source: Any) -> dict[str, Any]:
             data = tomllib.loads(text)
         else:
             data = json.loads(text)
+        data = migrated(cls, data)
         check_settings(cls, data)
     except (OSError, ValueError) as exc:
         raise ValueError(f"config file {_config_label(src)}: {exc}") from None
     return data
 
 
-def _fail(message: str) -> None:
+def fail(message: str) -> typing.NoReturn:
+    """Print ``error: message`` and exit with status 2 (bad input on a command line)."""
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(2)
+
+
+
 
 
 def settings_file(cls: type, path: Any, build: Callable[[dict[str, Any]], Any]) -> Any:
@@ -212,7 +227,7 @@ def settings_file(cls: type, path: Any, build: Callable[[dict[str, Any]], Any]) 
     try:
         return build(read_settings(cls, path))
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 # ---------------------------------------------------------------------------------------
@@ -311,12 +326,58 @@ def json_object(words: list[str]) -> dict[str, Any]:
     return value
 
 
+def read_rules(data: Any, source: str = "rules") -> Any:
+    """The :class:`~dragons_egg_env.config.RulesConfig` of a JSON object of rule flags
+    (``data``; a flag it does not name has its default); a ``ValueError`` naming ``source``
+    and the problem (an unknown flag, a value it does not allow)."""
+    from dragons_egg_env.config import RulesConfig
+
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: expected an object of rule flags, got {data!r}")
+    try:
+        return RulesConfig.from_kwargs(data)
+    except ValueError as exc:
+        raise ValueError(f"{source}: {exc}") from None
+
+
+def rules_word(words: list[str]) -> Any:
+    """The rules of ``--rules FILE|JSON``: a JSON object of rule flags, or a JSON (or TOML)
+    file of one (:func:`read_rules`); a ``ValueError`` that tyro prints as the flag's usage
+    error."""
+    word = words[0]
+    if word.lstrip().startswith("{"):
+        return read_rules(json_object([word]), "--rules")
+    path = Path(word)
+    try:
+        text = path.read_text(encoding="utf-8")
+        if path.name.endswith(".toml"):
+            import tomllib
+
+            data = tomllib.loads(text)
+        else:
+            data = json.loads(text)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--rules {word}: not a readable JSON or TOML file of rule flags "
+                         f"({exc})") from None
+    return read_rules(data, f"--rules {word}")
+
+
 @functools.cache
 def _registry() -> Any:
     """tyro's rules for the settings dataclasses: a ``dict`` field is one JSON word."""
     from tyro.constructors import ConstructorRegistry, PrimitiveConstructorSpec
 
+    from dragons_egg_env.config import RulesConfig
+
     registry = ConstructorRegistry()
+
+    @registry.primitive_rule
+    def _rules_rule(info: Any) -> Any:
+        if info.type is not RulesConfig:
+            return None
+        return PrimitiveConstructorSpec(nargs=1, metavar="FILE|JSON", instance_from_str=rules_word,
+                                        is_instance=lambda x: isinstance(x, RulesConfig),
+                                        str_from_instance=lambda r: [json.dumps(r.to_dict())])
 
     @registry.primitive_rule
     def _dict_rule(info: Any) -> Any:
@@ -364,7 +425,7 @@ def parse_config_cli(cls: type, argv: Sequence[str] | None,
             data = read_settings(cls, resolve_config(known.config, cls))
             default = build(data)
         except (ValueError, TypeError) as exc:
-            _fail(str(exc))
+            fail(str(exc))
     command = _wrapper(cls, extra, extra_help, extra_metavar, switches, options)
     out = tyro.cli(command, args=rest, default=command(default), prog=prog, registry=_registry(),
                    description=description)
@@ -381,7 +442,7 @@ def validated(cfg: Any) -> Any:
     try:
         cfg.validate()
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     return cfg
 
 

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from dragons_egg.experiments.common.runs import sigterm_kept
+from dragons_egg.experiments.training.settings import ray_available
 
 #: Seed offset between collectors: collector ``k`` seeds its engines with ``seed + updates +
 #: k * COLLECTOR_STRIDE`` (collector 0 is the in-process trainer's collector).
@@ -70,13 +71,6 @@ def ray_init_kwargs(address: str | None, num_cpus: int | None = None) -> dict[st
 AUTO_COLLECTORS = 1
 
 
-def ray_available() -> bool:
-    """Whether Ray is installed (the ``rllib`` extra)."""
-    import importlib.util
-
-    return importlib.util.find_spec("ray") is not None
-
-
 def resolve_collectors(collectors: int, address: str = "") -> int:
     """The collectors a run uses: ``collectors`` when given (>= 0); for ``-1`` (auto), the
     fastest placement measured on this kind of machine (``results/train-bench``: one
@@ -104,7 +98,7 @@ class CollectorWorker:
                  in_ray: bool = False) -> None:
         from dragons_egg.experiments.training.network import build_network
         from dragons_egg.experiments.training.rollout import ActingPolicy, Collector
-        from dragons_egg.experiments.training.selfplay import SelfPlayConfig, league_agent
+        from dragons_egg.experiments.training.settings import SelfPlayConfig, league_agent
 
         cfg = SelfPlayConfig.from_dict(config)
         import torch

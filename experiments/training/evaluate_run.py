@@ -29,7 +29,9 @@ from typing import Any
 from dragons_egg.agents import AgentSpecError, parse_spec
 from dragons_egg.experiments.common.args import int_range
 from dragons_egg.experiments.common.runs import append_eval_csv, read_eval_csv, redraw_curve
+from dragons_egg.experiments.common.settings import read_rules
 from dragons_egg.experiments.evaluation.versus import evaluate_agent, format_estimate
+from dragons_egg.experiments.training.settings import migrate_rules, tournament_flags
 from dragons_egg_env.extras import require_cli
 
 
@@ -73,8 +75,9 @@ def evaluate_run(run_dir: Path, opponent: str, matches: int, workers: int, seed:
     cfg_path = run_dir / "config.json"
     if not cfg_path.is_file():
         raise ValueError(f"{run_dir} is not a self-play run folder (no config.json)")
-    run_cfg = json.loads(cfg_path.read_text())
-    own = run_cfg.get("eval_players", 4)
+    run_cfg = migrate_rules(json.loads(cfg_path.read_text()))  # a run of before the rules too
+    rules = read_rules(run_cfg.get("rules", {}), f"{cfg_path}: rules")
+    own = rules.num_players
     n = own if players is None else players
     most = run_cfg.get("max_players", 8)
     if not 2 <= n <= most:
@@ -89,7 +92,8 @@ def evaluate_run(run_dir: Path, opponent: str, matches: int, workers: int, seed:
     for k, (samples, path) in enumerate(todo, 1):
         row = {"samples": samples, "seconds": seconds.get(samples, float("nan")),
                **evaluate_agent(f"net:path={path}", [opponent], matches=matches, seed=seed,
-                                players=n, num_rounds=run_cfg.get("num_rounds", 3),
+                                players=n, num_rounds=rules.num_rounds,
+                                rules=tournament_flags(rules),
                                 workers=workers)}
         if n != own:
             row = suffixed(row, opponent, n)

@@ -21,7 +21,7 @@ from dragons_egg_env.actions import NUM_ACTIONS
 from dragons_egg_env.observation import layout
 
 if TYPE_CHECKING:
-    from dragons_egg.experiments.training.selfplay import SelfPlayConfig
+    from dragons_egg.experiments.training.settings import SelfPlayConfig
 
 
 #: With search targets, every this many-th cycle of the folder's table sizes (one batch of

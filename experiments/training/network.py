@@ -14,7 +14,7 @@ from dragons_egg_env.actions import NUM_ACTIONS
 from dragons_egg_env.observation import layout
 
 if TYPE_CHECKING:
-    from dragons_egg.experiments.training.selfplay import SelfPlayConfig
+    from dragons_egg.experiments.training.settings import SelfPlayConfig
 
 
 def torch_module():
@@ -56,7 +56,7 @@ def export_policy(model, cfg: SelfPlayConfig, path: Path, provenance: dict[str, 
     """Write the network as an ``dragons_egg.agents.netpolicy`` file (numpy arrays); with the
     run's give-back ``table`` (``tribute_table``), its give-back at the sizes where the table
     plays (:meth:`~.tribute_table.GiveBackTable.policy`)."""
-    from dragons_egg.agents.netpolicy import NetPolicy
+    from dragons_egg.agents.netpolicy import RULES_KEY, NetPolicy
 
     lin = [m for m in model.trunk if hasattr(m, "weight")]
     layers = [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy()) for m in lin]
@@ -64,7 +64,7 @@ def export_policy(model, cfg: SelfPlayConfig, path: Path, provenance: dict[str, 
     v = (model.v.weight.detach().numpy().T.copy(), model.v.bias.detach().numpy().copy())
     meta = {"max_players": cfg.max_players, "obs_size": layout(cfg.max_players).size,
             "num_actions": NUM_ACTIONS, "hidden": list(cfg.hidden), "activation": "tanh",
-            "provenance": provenance}
+            "provenance": provenance, RULES_KEY: cfg.rule_flags()}
     policy = NetPolicy(layers, pi, v, meta)
     return (policy if table is None else table.policy(policy)).save(path)
 

@@ -24,7 +24,7 @@ from dragons_egg_env.cards import EGG
 from dragons_egg_env.observation import layout
 
 if TYPE_CHECKING:
-    from dragons_egg.experiments.training.selfplay import SelfPlayConfig
+    from dragons_egg.experiments.training.settings import SelfPlayConfig
 
 
 @dataclass
@@ -122,7 +122,7 @@ class Collector:
         self.offsets = []
         off = 0
         for k, n in enumerate(cfg.table_sizes):
-            eng = VectorEngine(cfg.envs_per_size, num_players=n, num_rounds=cfg.num_rounds,
+            eng = VectorEngine(cfg.envs_per_size, cfg.table_rules(n),
                                max_players=cfg.max_players, seed=seed * 1000 + k,
                                record=False)
             self.engines.append(eng)

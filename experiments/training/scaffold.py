@@ -13,6 +13,7 @@ field, through :func:`~dragons_egg.experiments.common.settings.config_cli` (tyro
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import typing
 from collections.abc import Callable, Sequence
@@ -26,10 +27,14 @@ from dragons_egg.experiments.common.settings import (
     check_fields,
     check_range,
     check_settings,
+    fail,
     field_types,
+    migrated,
     parse_config_cli,
+    read_rules,
     validated,
 )
+from dragons_egg_env.config import RulesConfig
 
 S = TypeVar("S", bound="RunSettings")
 
@@ -118,9 +123,11 @@ class RunSettings:
         """Settings from their JSON form (``dataclasses.asdict`` written as JSON: lists where
         the fields are tuples); a ``ValueError`` naming an unknown setting or a value of the
         wrong type (:func:`~dragons_egg.experiments.common.settings.check_settings`)."""
+        data = migrated(cls, data)
         check_settings(cls, data)
         types = field_types(cls)
         data = {k: tuple(v) if typing.get_origin(types[k]) is tuple and isinstance(v, list)
+                else read_rules(v, k) if types[k] is RulesConfig and isinstance(v, dict)
                 else v for k, v in data.items()}
         return cls(**data)
 
@@ -142,6 +149,58 @@ class TrainerCommand(NamedTuple):
     overwrite: bool
 
 
+def check_rules_kept(saved: RulesConfig, given: RulesConfig) -> None:
+    """A ``ValueError`` naming each rule flag but the table size on which ``given``, the rules
+    a resumed run is asked for, differs from ``saved``, its checkpoint's: a run trains under
+    one set of rules, which its policy files record (the evaluations' table size may
+    change)."""
+    mine, theirs = saved.to_dict(), given.to_dict()
+    changed = [f"{k} (checkpoint {mine[k]!r}, given {theirs[k]!r})" for k in mine
+               if k != "num_players" and mine[k] != theirs[k]]
+    if changed:
+        raise ValueError("the rules cannot change on resume (a run trains under one set of "
+                         "rules, which its policy files record; the evaluations' table size, "
+                         f"eval_players, may): {', '.join(changed)}")
+
+
+#: The options that set single rule flags of a trainer whose ``rules`` is a
+#: :class:`~dragons_egg_env.config.RulesConfig` (name, flag, help): ``--rule FLAG=VALUE``
+#: (again for more), and the short forms of two.
+RULE_OPTIONS = (("--rule", "", "a rule flag of the run's rules (the tournament's syntax, "
+                 "such as pass_locks_out=true; again for more; docs/flags.md lists them), over "
+                 "--rules and --config"),
+                ("--num-rounds", "num_rounds", "rounds per match (R26): --rule num_rounds=N"),
+                ("--eval-players", "num_players", "table size of the evaluations: --rule "
+                 "num_players=N"))
+
+
+def _rule_overrides(words: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
+    """The rule flags that :data:`RULE_OPTIONS` in ``words`` set, and the other words; a bad
+    one is a one-line error and exit status 2."""
+    import argparse
+
+    from dragons_egg.experiments.common.args import rule_flag
+
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre.add_argument("--rule", type=rule_flag, action="append", default=[])
+    for name, flag, _ in RULE_OPTIONS[1:]:
+        pre.add_argument(name, dest=flag, default=None)
+    known, rest = pre.parse_known_args(list(words))
+    out: dict[str, Any] = {}
+    for (name, flag, _) in RULE_OPTIONS[1:]:
+        text = getattr(known, flag)
+        if text is not None:
+            try:
+                out[flag] = RulesConfig.parse_value(flag, text)
+            except ValueError as exc:
+                fail(f"{name}: {exc}")
+    for flag, value in known.rule:
+        if flag in out and out[flag] != value:
+            fail(f"--rule {flag}={value!r} disagrees with {flag}={out[flag]!r} given before")
+        out[flag] = value
+    return out, rest
+
+
 def trainer_command(cls: type[RunSettings], argv: Sequence[str] | None, description: str, *,
                     prog: str | None, resume_help: str, resume_metavar: str, trust_help: str,
                     resumed: Callable[[str, Any, frozenset[str], bool], Any]
@@ -152,18 +211,33 @@ def trainer_command(cls: type[RunSettings], argv: Sequence[str] | None, descript
     are ``resumed(checkpoint, parsed, given, trust)``: the checkpoint's, with those given
     (their names in ``given``). Bad input, a ``ValueError`` of ``resumed`` included, is a
     one-line error and exit status 2."""
-    parsed = parse_config_cli(cls, argv, cls.from_dict, "--resume", description, prog=prog,
+    words = sys.argv[1:] if argv is None else list(argv)
+    has_rules = field_types(cls).get("rules") is RulesConfig
+    overrides: dict[str, Any] = {}
+    if has_rules:
+        overrides, words = _rule_overrides(words)
+    parsed = parse_config_cli(cls, words, cls.from_dict, "--resume", description, prog=prog,
                               extra_help=resume_help, extra_metavar=resume_metavar,
                               switches=[("--overwrite", OVERWRITE_HELP),
-                                        (TRUST_FLAG, trust_help)])
+                                        (TRUST_FLAG, trust_help)],
+                              options=[(n, h, "FLAG=VALUE" if not f else "N")
+                                       for n, f, h in RULE_OPTIONS] if has_rules else ())
     cfg, trust = parsed.settings, TRUST_FLAG in parsed.switches
     if parsed.extra is not None:
         try:
             cfg = resumed(parsed.extra, cfg, parsed.given, trust)
         except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            raise SystemExit(2) from None
+            fail(str(exc))
+    if overrides:  # over the rules of --rules, --config or the checkpoint (else the defaults)
+        try:
+            rules = read_rules({**cfg.rules.to_dict(), **overrides}, "--rule")
+            if parsed.extra is not None:
+                check_rules_kept(cfg.rules, rules)
+        except ValueError as exc:
+            fail(f"--resume: {exc}" if parsed.extra is not None else str(exc))
+        cfg = dataclasses.replace(cfg, rules=rules)
     return TrainerCommand(validated(cfg), parsed.extra, trust, "--overwrite" in parsed.switches)
 
 
-__all__ = ["RunSettings", "TRUST_FLAG", "TrainerCommand", "trainer_command"]
+__all__ = ["RULE_OPTIONS", "RunSettings", "TRUST_FLAG", "TrainerCommand", "check_rules_kept",
+           "trainer_command"]

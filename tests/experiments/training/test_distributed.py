@@ -266,9 +266,10 @@ def test_auto_is_one_collector_with_ray_and_two_cores(monkeypatch):
 
 
 def test_collectors_without_ray_are_an_error_naming_the_extra(tmp_path, monkeypatch):
-    from dragons_egg.experiments.training import distributed
+    from dragons_egg.experiments.training import distributed, settings
 
-    monkeypatch.setattr(distributed, "ray_available", lambda: False)
+    monkeypatch.setattr(distributed, "ray_available", lambda: False)  # resolve_collectors
+    monkeypatch.setattr(settings, "ray_available", lambda: False)  # validate
     for kw in ({"collectors": 2}, {"collectors": -1, "address": "auto"}):
         with pytest.raises(ValueError, match=r"need the 'rllib' extra"):
             tiny(tmp_path, **kw).validate()
