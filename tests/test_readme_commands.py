@@ -1,11 +1,14 @@
-"""The README's commands, run from a temporary folder outside the checkout (issue 21).
+"""The README's commands, and those of docs/commands.md, run from a temporary folder outside
+the checkout (issue 21).
 
-Every command of the README's ``bash`` blocks is either run here, in the README's order, with
-its budget shrunk (:data:`SHRINK`: arguments appended after the README's own, which they
-override, so a run takes seconds), or listed in :data:`NOT_RUN_HERE` with the reason. A new
-README command that is in neither fails the test, so the README cannot gain a command that
-works only from the repository root. ``runs/x`` (the README's name for "your run") is the
-run the first self-play command writes.
+Every command of the ``bash`` blocks of :data:`DOCUMENTS` (the README, a front page, and the
+docs page of commands it links to, which holds the commands the README showed before) is
+either run here, in their order (the README's first), with its budget shrunk
+(:data:`SHRINK`: arguments appended after the document's own, which they override, so a run
+takes seconds), or listed in :data:`NOT_RUN_HERE` with the reason. A new command in either
+that is in neither table fails the test, so they cannot gain a command that works only from
+the repository root. A command both give is run once. ``runs/x`` (the documents' name for
+"your run") is the run the first self-play command writes.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+#: The documents whose commands are run, in this order.
+DOCUMENTS = ("README.md", "docs/commands.md")
 
 pytest.importorskip("torch")
 pytest.importorskip("tyro")
@@ -35,6 +40,8 @@ TINY_SELFPLAY = ["--table-sizes", "2", "3", "--envs-per-size", "6", "--rollout-s
 #: Command prefix -> what is appended to shrink it (the last value of an option wins).
 SHRINK: dict[str, list[str]] = {
     "dragons-egg tournament ismcts": ["--matches", "4", "--rounds", "1", "--workers", "1"],
+    "dragons-egg tournament ppo:path=my_agent.npz": ["--matches", "4", "--rounds", "1",
+                                                     "--workers", "1"],
     "dragons-egg play": ["--rounds", "1"],
     "dragons-egg replay": ["--all"],
     "dragons-egg gif": [],
@@ -68,17 +75,13 @@ NOT_RUN_HERE = {
     "dragons-egg train --address auto":
         "joins a running Ray cluster: tests/experiments/training/test_distributed.py starts a "
         "two-node cluster on loopback and trains on it",
-    "bash results/selfplay-2p/run.sh":
-        "the shipped agent's recipe: it resumes the run committed in results/ of the checkout "
-        "(a maintainer's record; 6 hours of training in all)",
-    "dragons-egg ship results/selfplay-2p/":
-        "the shipped agent's recipe: it replaces the package's shipped agent (--into-package)",
 }
 
 
 def readme_commands() -> list[str]:
-    """The commands of the README's ``bash`` blocks, continuation lines joined, comments cut."""
-    text = (ROOT / "README.md").read_text()
+    """The commands of the ``bash`` blocks of :data:`DOCUMENTS`, continuation lines joined,
+    comments cut."""
+    text = "\n".join((ROOT / doc).read_text() for doc in DOCUMENTS)
     commands = []
     for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
         for line in re.sub(r"\\\n\s*", " ", block).splitlines():
@@ -100,7 +103,7 @@ def test_every_readme_command_is_run_here_or_says_why_not():
     used = set()
     for command in readme_commands():
         key = _match(command, SHRINK) or _match(command, NOT_RUN_HERE)
-        assert key, f"README command not covered by {__name__}: {command}"
+        assert key, f"command of {DOCUMENTS} not covered by {__name__}: {command}"
         used.add(key)
     assert used == set(SHRINK) | set(NOT_RUN_HERE), "entries for commands the README lost"
 
@@ -130,7 +133,7 @@ def test_the_readme_commands_run_from_a_folder_outside_the_checkout(tmp_path):
                                      f"{proc.stderr[-3000:]}"
         ran.append(command)
     runs = tmp_path / "runs"
-    assert (runs / "t" / "results.jsonl").is_file()
+    assert (runs / "t" / "results.jsonl").is_file() and (runs / "mine" / "results.jsonl").is_file()
     assert (runs / "selfplay-seed0" / "final.npz").is_file()
     assert (tmp_path / "my_agent.npz").is_file() and (tmp_path / "out.gif").is_file()
     assert (runs / "tribute-fit" / "data.npz").is_file()

@@ -1,10 +1,10 @@
 """The README's result tables, generated from the committed results, so they cannot drift.
 
 ``python -m dragons_egg.experiments.tools.readme_tables`` rewrites every block of the
-documents in :data:`DOCUMENTS` (``README.md``, and ``docs/shipped-agents.md``, the measures of
-the agents shipped before) between a marker ``<!-- results:KIND:PATHS -->`` and
-``<!-- results:end -->`` from the result folders it names (``PATHS``: comma-separated,
-relative to the repository root):
+documents in :data:`DOCUMENTS` (``README.md``; ``docs/results.md``, the shipped agent's
+measures; ``docs/shipped-agents.md``, those of the agents shipped before) between a marker
+``<!-- results:KIND:PATHS -->`` and ``<!-- results:end -->`` from the result folders it names
+(``PATHS``: comma-separated, relative to the repository root):
 
 - ``tournament:DIR``: the agents table of a tournament (``DIR/summary.json``) and its paired
   differences in mean match score;
@@ -20,7 +20,7 @@ relative to the repository root):
 - ``training:DIR``: the evaluations of a self-play run (``DIR/eval*.csv``).
 
 ``--check`` writes nothing and exits with status 1 when a block is stale
-(``tests/experiments/test_docs.py`` runs it).
+(``tests/experiments/tools/test_docs.py`` runs it).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The documents with results blocks, relative to the repository root.
-DOCUMENTS = ("README.md", "docs/shipped-agents.md")
+DOCUMENTS = ("README.md", "docs/results.md", "docs/shipped-agents.md")
 BLOCK = re.compile(r"(<!-- results:(\w+):([^ ]+) -->\n)(.*?)(<!-- results:end -->)", re.S)
 
 

@@ -286,7 +286,7 @@ def test_readme_results_tables_come_from_the_committed_results():
     from dragons_egg.experiments.tools import readme_tables
 
     assert readme_tables.main(["--check"]) == 0, "run python -m dragons_egg.experiments.tools.readme_tables"
-    for doc in readme_tables.DOCUMENTS:  # the README, and the agents shipped before
+    for doc in readme_tables.DOCUMENTS:  # the README, results.md, shipped-agents.md
         text = (readme_tables.ROOT / doc).read_text()
         ends = text.count("<!-- results:end -->")
         assert text.count("<!-- results:") - ends == ends >= 1, doc  # every block opened and closed
