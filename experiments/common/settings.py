@@ -96,7 +96,7 @@ def describe_type(tp: Any) -> str:
     if origin in (list, tuple):
         item = args[0] if args else Any
         return f"a list of {_PLURAL.get(item, describe_type(item))}"
-    if origin is dict:
+    if origin is dict or dataclasses.is_dataclass(tp):
         return "an object (name: value)"
     return getattr(tp, "__name__", str(tp))
 
@@ -345,7 +345,7 @@ def rules_word(words: list[str]) -> Any:
     file of one (:func:`read_rules`); a ``ValueError`` that tyro prints as the flag's usage
     error."""
     word = words[0]
-    if word.lstrip().startswith("{"):
+    if word.lstrip().startswith(("{", "[")):
         return read_rules(json_object([word]), "--rules")
     path = Path(word)
     try:

@@ -31,7 +31,8 @@ from dragons_egg.experiments.common.args import int_range
 from dragons_egg.experiments.common.runs import append_eval_csv, read_eval_csv, redraw_curve
 from dragons_egg.experiments.common.settings import read_rules
 from dragons_egg.experiments.evaluation.versus import evaluate_agent, format_estimate
-from dragons_egg.experiments.training.settings import migrate_rules, tournament_flags
+from dragons_egg.experiments.training.scaffold import tournament_flags
+from dragons_egg.experiments.training.settings import migrate_rules
 from dragons_egg_env.extras import require_cli
 
 

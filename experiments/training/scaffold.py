@@ -75,6 +75,12 @@ class RunSettings:
     #: A progress bar on stderr.
     progress: bool = True
 
+    def __post_init__(self) -> None:
+        # a RulesConfig setting may be given as its JSON object of rule flags
+        for name, tp in field_types(type(self)).items():
+            if tp is RulesConfig and isinstance(value := getattr(self, name), dict):
+                setattr(self, name, read_rules(value, name))
+
     @property
     def name(self) -> str:
         return self.run_name or f"{self.RUN_PREFIX}-seed{self.seed}"
@@ -163,6 +169,13 @@ def check_rules_kept(saved: RulesConfig, given: RulesConfig) -> None:
                          f"eval_players, may): {', '.join(changed)}")
 
 
+def tournament_flags(rules: RulesConfig) -> dict[str, Any]:
+    """The rule flags of ``rules`` that a tournament takes beside its table size and match
+    length (``num_players``, ``num_rounds``): the ``rules`` of
+    :func:`~dragons_egg.experiments.evaluation.versus.evaluate_agent`."""
+    return {k: v for k, v in rules.to_dict().items() if k not in ("num_players", "num_rounds")}
+
+
 #: The options that set single rule flags of a trainer whose ``rules`` is a
 #: :class:`~dragons_egg_env.config.RulesConfig` (name, flag, help): ``--rule FLAG=VALUE``
 #: (again for more), and the short forms of two.
@@ -240,4 +253,4 @@ def trainer_command(cls: type[RunSettings], argv: Sequence[str] | None, descript
 
 
 __all__ = ["RULE_OPTIONS", "RunSettings", "TRUST_FLAG", "TrainerCommand", "check_rules_kept",
-           "trainer_command"]
+           "tournament_flags", "trainer_command"]

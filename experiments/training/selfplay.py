@@ -94,12 +94,12 @@ from dragons_egg.experiments.training.rollout import (
 from dragons_egg.experiments.training.scaffold import (
     TrainerCommand,
     check_rules_kept,
+    tournament_flags,
     trainer_command,
 )
 from dragons_egg.experiments.training.settings import (
     SelfPlayConfig,
     league_agent,
-    tournament_flags,
 )
 
 #: Settings a resumed run cannot change, with the reason: the checkpoint's weights, optimiser

@@ -32,8 +32,9 @@ def migrate_rules(data: dict[str, Any]) -> dict[str, Any]:
     rules = data.get("rules", {})
     if isinstance(rules, RulesConfig):
         rules = rules.to_dict()
+    out = {k: v for k, v in data.items() if k not in LEGACY_RULE_SETTINGS}
     if not isinstance(rules, dict):
-        return data  # the type check names it
+        return out  # the type check names rules
     rules = dict(rules)
     for old, flag in LEGACY_RULE_SETTINGS.items():
         if old in data:
@@ -41,16 +42,8 @@ def migrate_rules(data: dict[str, Any]) -> dict[str, Any]:
                 raise ValueError(f"{old} ({data[old]!r}) and rules {flag} ({rules[flag]!r}) "
                                  "disagree: give one")
             rules[flag] = data[old]
-    out = {k: v for k, v in data.items() if k not in LEGACY_RULE_SETTINGS}
     out["rules"] = rules
     return out
-
-
-def tournament_flags(rules: RulesConfig) -> dict[str, Any]:
-    """The rule flags of ``rules`` that a tournament takes beside its table size and match
-    length (``num_players``, ``num_rounds``): the ``rules`` of
-    :func:`~dragons_egg.experiments.evaluation.versus.evaluate_agent`."""
-    return {k: v for k, v in rules.to_dict().items() if k not in ("num_players", "num_rounds")}
 
 
 def ray_available() -> bool:
@@ -320,4 +313,4 @@ def league_agent(spec: str, seed: int, cfg: SelfPlayConfig):
 
 
 __all__ = ["LEGACY_RULE_SETTINGS", "SelfPlayConfig", "league_agent", "migrate_rules",
-           "ray_available", "tournament_flags"]
+           "ray_available"]

@@ -50,7 +50,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -74,7 +74,14 @@ from dragons_egg.experiments.common.settings import (
     require,
 )
 from dragons_egg.experiments.evaluation.versus import format_estimate
-from dragons_egg.experiments.training.scaffold import RunSettings, TrainerCommand, trainer_command
+from dragons_egg.experiments.training.scaffold import (
+    RunSettings,
+    TrainerCommand,
+    check_rules_kept,
+    tournament_flags,
+    trainer_command,
+)
+from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.extras import require_cli
 
 DEFAULT_OPPONENTS = ("heuristic", "greedy", "random")
@@ -96,9 +103,11 @@ class TrainConfig(RunSettings):
     total_timesteps: int = 150_000
     #: Table sizes drawn per episode; observations are padded to the largest.
     table_sizes: tuple[int, ...] = (4,)
-    num_rounds: int = 3
-    #: Rule flags other than num_players / num_rounds (a JSON object on the command line).
-    rules: dict[str, Any] = field(default_factory=dict)
+    #: The rules of every match the run plays (:class:`~dragons_egg_env.config.RulesConfig`):
+    #: the training episodes' at each of ``table_sizes``, and the evaluations', whose table
+    #: size is its ``num_players``. ``--rules FILE|JSON``, ``--rule FLAG=VALUE``,
+    #: ``--num-rounds N`` and ``--eval-players N`` set it, as for the self-play trainer.
+    rules: RulesConfig = RulesConfig()
     #: Baseline opponents, kept in the pool for the whole run.
     opponents: tuple[str, ...] = DEFAULT_OPPONENTS
     #: Add a frozen snapshot of the learner to the pool every this many steps (0: never).
@@ -125,12 +134,38 @@ class TrainConfig(RunSettings):
     #: Save a checkpoint every this many steps (0: only at the end).
     checkpoint_every: int = 50_000
 
+    @property
+    def num_rounds(self) -> int:
+        """Rounds per match (R26): ``rules.num_rounds``."""
+        return self.rules.num_rounds
+
+    @property
+    def eval_players(self) -> int:
+        """Table size of the evaluations: ``rules.num_players``."""
+        return self.rules.num_players
+
+    @classmethod
+    def migrate(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """Settings written before the run held one ``RulesConfig`` (``num_rounds`` beside a
+        ``rules`` object of the other flags: config files, ``config.json``, checkpoints) in
+        today's form; the evaluations' table size was the largest of ``table_sizes``."""
+        if not isinstance(data, dict) or "num_rounds" not in data:
+            return data
+        rules = data.get("rules", {})
+        out = {k: v for k, v in data.items() if k != "num_rounds"}
+        if not isinstance(rules, dict):
+            return out  # the type check names it
+        sizes = data.get("table_sizes", cls.table_sizes)
+        most = max(sizes) if isinstance(sizes, list | tuple) and sizes and all(
+            isinstance(n, int) for n in sizes) else RulesConfig().num_players
+        out["rules"] = {"num_players": most, **rules, "num_rounds": data["num_rounds"]}
+        return out
+
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first bad setting: its type (the field's
         annotation: :func:`~dragons_egg.experiments.common.settings.check_fields`), then its
         range."""
         from dragons_egg.agents import parse_spec
-        from dragons_egg_env.config import RulesConfig
 
         self.validate_run()
         for name in ("learning_rate", "clip_range"):
@@ -141,8 +176,10 @@ class TrainConfig(RunSettings):
         check_range(self.total_timesteps >= 1, "total_timesteps", self.total_timesteps, ">= 1")
         require(bool(self.table_sizes), "table_sizes must not be empty")
         for n in self.table_sizes:
-            RulesConfig.from_kwargs({**self.rules, "num_players": n,
-                                     "num_rounds": self.num_rounds})
+            dataclasses.replace(self.rules, num_players=n)
+        check_range(self.eval_players <= self.max_players, "eval_players",
+                    self.eval_players, f"at most the largest table size ({self.max_players}): "
+                    "the policy reads observations padded to it")
         require(bool(self.opponents), "opponents must name at least one agent")
         for spec in self.opponents:
             parse_spec(spec)
@@ -199,6 +236,10 @@ def saved_config(meta: dict[str, Any], path: str | Path) -> TrainConfig:
     data = meta.get("config")
     if not isinstance(data, dict):
         raise ValueError(f"checkpoint {path} has no settings in its .json")
+    try:
+        data = TrainConfig.migrate(data)
+    except ValueError as exc:
+        raise ValueError(f"checkpoint {path}: {exc}") from None
     unknown = sorted(set(data) - {f.name for f in dataclasses.fields(TrainConfig)})
     if unknown:
         raise ValueError(f"checkpoint {path} has settings this version does not know: "
@@ -246,6 +287,8 @@ def resumed_config(resume: str | Path, values: dict[str, Any],
         raise ValueError(f"--table-sizes cannot change the largest table size on resume (the "
                          f"checkpoint's observations are padded to {saved.max_players} seats): "
                          f"the checkpoint has {saved.table_sizes}")
+    if "rules" in values:
+        check_rules_kept(saved.rules, parsed.rules)
     return resumed_settings(saved, parsed, set(values), rp, FROZEN_ON_RESUME)
 
 
@@ -273,7 +316,7 @@ def make_env_fn(cfg: TrainConfig, rank: int) -> Callable[[], Any]:
         env = SingleAgentEnv(opponents=[AgentSpec(s) for s in cfg.opponents],
                              table_sizes=cfg.table_sizes,
                              num_rounds=cfg.num_rounds, max_players=cfg.max_players,
-                             **cfg.rules)
+                             **tournament_flags(cfg.rules))
         return Monitor(env)
     return make
 
@@ -290,11 +333,11 @@ def _pool(cfg: TrainConfig, snapshots: Sequence[str]) -> tuple[list[Any], list[f
 
 
 def evaluate(model_path: Path, cfg: TrainConfig, seed: int) -> dict[str, Any]:
-    """The policy at ``model_path`` against ``eval_opponents`` at the largest table size
+    """The policy at ``model_path`` against ``eval_opponents`` at ``eval_players`` seats
     (:func:`~dragons_egg.experiments.evaluation.versus.evaluate_agent`, as every trainer)."""
     me = f"ppo:path={model_path},trust=1"  # the copy this run just saved
-    return cfg.evaluate(me, players=cfg.max_players, seed=seed, num_rounds=cfg.num_rounds,
-                        rules=cfg.rules)
+    return cfg.evaluate(me, players=cfg.eval_players, seed=seed, num_rounds=cfg.num_rounds,
+                        rules=tournament_flags(cfg.rules))
 
 
 def _checkpoint_meta(path: Path) -> dict[str, Any]:
