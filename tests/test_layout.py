@@ -26,7 +26,7 @@ PACKAGES = {"dragons_egg_env": "dragons_egg_env", "agents": "dragons_egg.agents"
 MAX_LINES = 800
 #: files still over MAX_LINES, with their length when this test was written (issue 46, open):
 #: each may only shrink, and leaves this table once under the limit; no other file may go over.
-STILL_OVER = {"experiments/research/tribute/fit.py": 898}
+STILL_OVER: dict[str, int] = {}
 
 
 def _modules() -> dict[str, Path]:

@@ -61,13 +61,9 @@ from dragons_egg.agents.heads import group_counts, tribute_context
 from dragons_egg.agents.heuristic import HeuristicAgent
 from dragons_egg.experiments.common.args import int_range, table_size
 from dragons_egg.experiments.common.runs import claim_output
-from dragons_egg.experiments.research.tribute.fit import (
-    PLAY_POLICIES,
-    concat_chunks,
-    file_digest,
-    interval,
-    load_data,
-)
+from dragons_egg.experiments.research.tribute.data import concat_chunks, file_digest, load_data
+from dragons_egg.experiments.research.tribute.model import interval
+from dragons_egg.experiments.research.tribute.settings import PLAY_POLICIES
 from dragons_egg.experiments.training.counterfactual import COLUMN_GROUP, action_classes
 from dragons_egg.experiments.training.tribute_table import EXPORT_SCALE
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, PASS
@@ -111,7 +107,7 @@ def choice_features(obs: np.ndarray, state: np.ndarray, action: np.ndarray,
 
 def rows(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """One row per legal tribute choice class of every state of ``data``
-    (:func:`dragons_egg.experiments.research.tribute.fit.concat_chunks`): ``state``, ``action``
+    (:func:`dragons_egg.experiments.research.tribute.data.concat_chunks`): ``state``, ``action``
     (the class's
     representative), ``gain`` (over the heuristic's choice) and :func:`choice_features`."""
     obs, mask, q, heur = data["obs"], data["mask"], data["q"], data["heuristic"]
