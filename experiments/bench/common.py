@@ -9,8 +9,8 @@ import os
 import platform
 import statistics
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypedDict, Union, final
 
 SLICES = 5
 #: What the ratio table's columns mean (the scalar benchmark's, which shows both bases).
@@ -22,13 +22,55 @@ class Skip(Exception):
     """A peer that is not installed; the message names the missing module."""
 
 
-def warm_up(loop: Any, seconds: float) -> None:
+class Loop(Protocol):
+    """A measurement's loop: ``run(deadline)`` plays whole episodes until the clock passes
+    ``deadline`` and returns (steps, decisions, episodes); its state carries over between
+    calls."""
+
+    def run(self, deadline: float) -> tuple[int, int, int]: ...
+
+
+#: A measurement: (key, label, factory(seed) -> loop), in run order.
+Plan = list[tuple[str, str, Callable[[int], Loop]]]
+
+
+@final
+class Measurement(TypedDict):
+    """The figures of one measurement that ran (:func:`measure_interleaved`)."""
+
+    #: Median over the slices.
+    steps_per_s: float
+    decisions_per_s: float
+    slice_steps_per_s: list[float]
+    slice_decisions_per_s: list[float]
+    #: (max - min) / median of the slices' steps per second.
+    spread: float
+    steps: int
+    decisions: int
+    episodes: int
+    seconds: float
+    steps_per_episode: float
+
+
+@final
+class Skipped(TypedDict):
+    """A measurement whose peer is not installed: why it did not run."""
+
+    skipped: str
+
+
+#: A measurement's entry in the results: its figures, or why it was skipped.
+Result = Union[Measurement, Skipped]
+
+
+def warm_up(loop: Loop, seconds: float) -> None:
     """Run ``loop`` untimed for a moment: caches, lazy imports, first-call costs."""
     loop.run(time.perf_counter() + min(1.0, 0.1 * seconds))
 
 
-def measure_interleaved(loops: dict[str, Any], seconds: float,
-                        progress: Callable[[int], None] | None = None) -> dict[str, dict]:
+def measure_interleaved(loops: Mapping[str, Loop], seconds: float,
+                        progress: Callable[[int], None] | None = None
+                        ) -> dict[str, Measurement]:
     """Time ``SLICES`` rounds; in each round every loop runs one slice of ``seconds / SLICES``
     (the order rotating from round to round), so a slow spell of the machine falls on all
     measurements alike and ratios can be taken slice by slice."""
@@ -45,7 +87,7 @@ def measure_interleaved(loops: dict[str, Any], seconds: float,
             t0 = clock()
             n, d, e = loops[key].run(t0 + per)
             raw[key].append((n, d, e, clock() - t0))
-    out = {}
+    out: dict[str, Measurement] = {}
     for key, rows in raw.items():
         rates = [n / dt for n, _, _, dt in rows]
         drates = [d / dt for _, d, _, dt in rows]
@@ -104,12 +146,11 @@ def _fmt_rate(x: float) -> str:
     return f"{x:,.0f}"
 
 
-def set_up(plan: list[tuple[str, str, Callable[[int], Any]]], seed: int,
-           seconds: float) -> tuple[dict[str, Any], dict[str, str]]:
+def set_up(plan: Plan, seed: int, seconds: float) -> tuple[dict[str, Loop], dict[str, str]]:
     """Build and warm up the loop of every measurement in ``plan``; returns the loops and,
     for the measurements whose peer is not installed, why they are skipped."""
     skipped: dict[str, str] = {}
-    loops: dict[str, Any] = {}
+    loops: dict[str, Loop] = {}
     for i, (key, label, factory) in enumerate(plan, 1):
         print(f"[{i}/{len(plan)}] {label}: set up and warm up ...", end=" ", flush=True)
         try:
@@ -124,8 +165,7 @@ def set_up(plan: list[tuple[str, str, Callable[[int], Any]]], seed: int,
     return loops, skipped
 
 
-def print_rates(plan: list[tuple[str, str, Callable[[int], Any]]],
-                results: dict[str, dict[str, Any]], note: str | None = None) -> None:
+def print_rates(plan: Plan, results: Mapping[str, Result], note: str | None = None) -> None:
     """The table of figures, one line per measurement."""
     w = max(len(label) for _, label, _ in plan)
     head = (f"{'measurement':<{w}}  {'steps/s':>10}  {'min..max of slices':>19}  "
@@ -147,16 +187,15 @@ def print_rates(plan: list[tuple[str, str, Callable[[int], Any]]],
         "exclude its deals.\ndecisions/s counts neither."))
 
 
-def time_plan(plan: list[tuple[str, str, Callable[[int], Any]]], seed: int, seconds: float,
-              note: str | None = None
-              ) -> tuple[dict[str, Any], dict[str, str], dict[str, dict[str, Any]]]:
+def time_plan(plan: Plan, seed: int, seconds: float, note: str | None = None
+              ) -> tuple[dict[str, Loop], dict[str, str], dict[str, Result]]:
     """Set up, warm up and time every measurement of ``plan`` (both benchmarks' method) and
     print the table of rates (with ``note`` under it); returns the loops, the skipped
     measurements and every measurement's figures."""
     loops, skipped = set_up(plan, seed, seconds)
     print(f"timing: {SLICES} rounds of {len(loops)} interleaved slices of "
           f"{seconds / SLICES:.3g} s ...", flush=True)
-    results: dict[str, dict[str, Any]] = {k: {"skipped": v} for k, v in skipped.items()}
+    results: dict[str, Result] = {k: {"skipped": v} for k, v in skipped.items()}
     results.update(measure_interleaved(
         loops, seconds,
         lambda r: print(f"  round {r + 1}/{SLICES}", flush=True)))
@@ -171,11 +210,19 @@ def _slice_ratios(a: Sequence[float], b: Sequence[float]) -> list[float]:
     return [x / y for x, y in zip(a, b, strict=True)]
 
 
-def _ratio(results: dict[str, dict[str, Any]], name: str, num: str, den: str, target: float,
+def _measured(results: Mapping[str, Result], key: str) -> Measurement:
+    """The figures of the measurement ``key``, which ran."""
+    r = results[key]
+    if "skipped" in r:
+        raise ValueError(f"measurement {key!r} did not run ({r['skipped']})")
+    return r
+
+
+def _ratio(results: Mapping[str, Result], name: str, num: str, den: str, target: float,
            basis: str) -> dict[str, Any]:
     """One target ratio (a row of ``TARGETS``) of two measurements that both ran; printed and
     returned as its JSON entry."""
-    a, b = results[num], results[den]
+    a, b = _measured(results, num), _measured(results, den)
     sslices = _slice_ratios(a["slice_steps_per_s"], b["slice_steps_per_s"])
     dslices = _slice_ratios(a["slice_decisions_per_s"], b["slice_decisions_per_s"])
     sratio = statistics.median(sslices)
@@ -194,13 +241,13 @@ def _ratio(results: dict[str, dict[str, Any]], name: str, num: str, den: str, ta
 
 
 def print_ratios(targets: Sequence[tuple[str, str, str, float, str]],
-                 results: dict[str, dict[str, Any]], skipped: dict[str, str],
+                 results: Mapping[str, Result], skipped: Mapping[str, str],
                  note: str = RATIO_NOTE) -> list[dict[str, Any]]:
     """The table of ``targets`` ratios (rows as in ``TARGETS``: the scalar benchmark's, or
     ``VECTOR_TARGETS``), then ``note``; returns their JSON entries."""
     print(f"{'target ratio':<30}  {'basis':>9}  {'median':>6}  {'min..max':>11}  "
           f"{'steps':>6}  {'decisions':>9}")
-    ratios = []
+    ratios: list[dict[str, Any]] = []
     for name, num, den, target, basis in targets:
         if num in skipped or den in skipped:
             print(f"{name:<30}  {'':>9}  {'n/a':>6}  {'':>11}  (target >= {target:g}; "

@@ -11,15 +11,25 @@ import random
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import NUM_ACTIONS
 from dragons_egg_env.config import RulesConfig
 
-from .common import SLICES, Skip, cpu_model, print_ratios, time_plan, versions
+from .common import SLICES, Plan, Result, Skip, cpu_model, print_ratios, time_plan, versions
+
+if TYPE_CHECKING:
+    from pettingzoo import AECEnv
+
+    #: The AEC envs :class:`AECLoop` steps: any agents, observations and actions.
+    AnyAEC = AECEnv[Any, Any, Any]
+
+#: The floor env's observation: a float32 ``observation`` and an int8 ``action_mask``.
+FloorObs = dict[str, npt.NDArray[np.float32] | npt.NDArray[np.int8]]
 
 FLOOR_EPISODE_STEPS = 100
 
@@ -70,7 +80,7 @@ class EngineLoop:
 class AECLoop:
     """The standard PettingZoo AEC loop over any AEC env."""
 
-    def __init__(self, make: Callable[[], Any], seed: int) -> None:
+    def __init__(self, make: Callable[[], AnyAEC], seed: int) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.env = make()
@@ -83,6 +93,8 @@ class AECLoop:
         flatnonzero = np.flatnonzero
         clock = time.perf_counter
         steps = dead = episodes = 0
+        # the envs' own observations: a live agent's (never None) is a dict with an action mask
+        obs: Any
         while True:
             for _agent in env.agent_iter():
                 obs, rew, term, trunc, info = env.last()
@@ -103,7 +115,8 @@ class AECLoop:
 class OpenSpielLoop:
     def __init__(self, name: str, seed: int) -> None:
         try:
-            import pyspiel
+            # open-spiel (the bench extra) ships no stubs, and is absent without the extra
+            import pyspiel  # type: ignore[import-not-found, import-untyped, unused-ignore]
         except ImportError as exc:
             raise Skip(exc.name or "pyspiel") from None
         try:
@@ -141,7 +154,8 @@ class OpenSpielLoop:
 
 # The floor: an AEC env with no game logic, wrapped like pettingzoo.classic envs.
 
-def make_floor_env(episode_steps: int = FLOOR_EPISODE_STEPS) -> Any:
+def make_floor_env(episode_steps: int = FLOOR_EPISODE_STEPS
+                   ) -> AECEnv[str, FloorObs, int | None]:
     """A 2-agent AEC env whose step only hands the turn over (the episode ends after
     ``episode_steps`` steps), with a Dict observation holding an action mask, wrapped in
     TerminateIllegalWrapper, AssertOutOfBoundsWrapper and OrderEnforcingWrapper."""
@@ -149,11 +163,11 @@ def make_floor_env(episode_steps: int = FLOOR_EPISODE_STEPS) -> Any:
     from pettingzoo import AECEnv
     from pettingzoo.utils import wrappers
 
-    class FloorEnv(AECEnv):
+    class FloorEnv(AECEnv[str, FloorObs, int | None]):
         metadata = {"name": "no_logic_floor_v0", "render_modes": [], "is_parallelizable": False}
 
         def __init__(self) -> None:
-            super().__init__()
+            super().__init__()  # type: ignore[no-untyped-call]  # PettingZoo's has no annotations
             self.possible_agents = ["player_0", "player_1"]
             obs_space = spaces.Dict({
                 "observation": spaces.Box(0.0, 1.0, (8,), np.float32),
@@ -171,10 +185,11 @@ def make_floor_env(episode_steps: int = FLOOR_EPISODE_STEPS) -> Any:
         def action_space(self, agent: str) -> Any:
             return self.action_spaces[agent]
 
-        def observe(self, agent: str) -> dict[str, np.ndarray]:
+        def observe(self, agent: str) -> FloorObs:
             return {"observation": self._obs, "action_mask": self._mask}
 
-        def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        def reset(self, seed: int | None = None, options: dict[str, Any] | None = None
+                  ) -> None:
             self.agents = self.possible_agents[:]
             self.rewards = {a: 0.0 for a in self.agents}
             self._cumulative_rewards = {a: 0.0 for a in self.agents}
@@ -184,7 +199,7 @@ def make_floor_env(episode_steps: int = FLOOR_EPISODE_STEPS) -> Any:
             self.agent_selection = self.agents[0]
             self._t = 0
 
-        def step(self, action: Any) -> None:
+        def step(self, action: int | None) -> None:
             agent = self.agent_selection
             if self.terminations[agent] or self.truncations[agent]:
                 self._was_dead_step(action)
@@ -196,12 +211,12 @@ def make_floor_env(episode_steps: int = FLOOR_EPISODE_STEPS) -> Any:
             self.agent_selection = self._next[agent]
 
     env = FloorEnv()
-    env = wrappers.TerminateIllegalWrapper(env, illegal_reward=-1)
-    env = wrappers.AssertOutOfBoundsWrapper(env)
-    return wrappers.OrderEnforcingWrapper(env)
+    guarded = wrappers.TerminateIllegalWrapper(env, illegal_reward=-1)
+    checked = wrappers.AssertOutOfBoundsWrapper(guarded)
+    return wrappers.OrderEnforcingWrapper(checked)
 
 
-def _leduc(kind: str) -> Callable[[], Any]:
+def _leduc(kind: str) -> Callable[[], AnyAEC]:
     os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
     for mod in ("rlcard", "pygame"):
         try:
@@ -214,17 +229,18 @@ def _leduc(kind: str) -> Callable[[], Any]:
             from pettingzoo.classic import leduc_holdem_v4
         except ImportError as exc:
             raise Skip(exc.name or "pettingzoo.classic") from None
-    return getattr(leduc_holdem_v4, kind)
+    make: Callable[[], AnyAEC] = getattr(leduc_holdem_v4, kind)
+    return make
 
 
-def de_factory(kind: str, players: int) -> Callable[[], Any]:
+def de_factory(kind: str, players: int) -> Callable[[], AnyAEC]:
     from dragons_egg_env import dragons_egg_v0
 
     make = getattr(dragons_egg_v0, kind)
     return lambda: make(num_players=players)
 
 
-def measurements(players: int) -> list[tuple[str, str, Callable[[int], Any]]]:
+def measurements(players: int) -> Plan:
     """(key, label, factory(seed) -> loop) of every measurement, in run order."""
     return [
         ("engine", f"engine alone ({players} players, no observation)",
@@ -263,7 +279,7 @@ def _print_banner(args: argparse.Namespace, cpu: int | None) -> None:
 
 
 def _write_json(args: argparse.Namespace, cpu: int | None, labels: dict[str, str],
-                results: dict[str, dict[str, Any]], ratios: list[dict[str, Any]]) -> None:
+                results: dict[str, Result], ratios: list[dict[str, Any]]) -> None:
     """Every figure, the ratios and the machine's description, to ``args.json``."""
     doc = {
         "seconds": args.seconds, "slices": SLICES, "seed": args.seed,

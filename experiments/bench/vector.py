@@ -11,10 +11,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict, Union, final
 
-from .common import SLICES, Skip, cpu_model, print_ratios, time_plan, versions
+from .common import SLICES, Plan, Result, Skip, cpu_model, print_ratios, time_plan, versions
 from .scalar import AECLoop, de_factory
 
 # --vector: matches per batch, steps per match per compiled call (vector and pgx alike), and the
@@ -86,10 +86,13 @@ class PgxLeducLoop:
     def __init__(self, batch: int, seed: int, chunk: int = VECTOR_CHUNK) -> None:
         configure_xla()
         try:
-            import jax
-            import jax.numpy as jnp
-            import pgx
-            from pgx.experimental.wrappers import auto_reset
+            # the bench extra's: not found without it (then the loop is skipped)
+            import jax  # type: ignore[import-not-found, unused-ignore]
+            import jax.numpy as jnp  # type: ignore[import-not-found, unused-ignore]
+            import pgx  # type: ignore[import-not-found, unused-ignore]
+            from pgx.experimental.wrappers import (  # type: ignore[import-not-found, unused-ignore]
+                auto_reset,
+            )
         except ImportError as exc:
             raise Skip(exc.name or "jax/pgx") from None
         env = pgx.make("leduc_holdem")
@@ -134,8 +137,7 @@ class PgxLeducLoop:
                 return steps, steps, episodes
 
 
-def vector_measurements(players: int, batch: int
-                        ) -> list[tuple[str, str, Callable[[int], Any]]]:
+def vector_measurements(players: int, batch: int) -> Plan:
     """(key, label, factory(seed) -> loop) of every ``--vector`` measurement, in run order."""
     return [
         ("vector", f"VectorEngine.random_steps, batch {batch:,} ({players} players, "
@@ -167,8 +169,39 @@ print(json.dumps({"import_s": t1 - t0, "reset_s": t2 - t1, "random_steps_s": t3 
 """
 
 
+@final
+class FirstCall(TypedDict):
+    """The timings of the batched engine's first use in a fresh process (:func:`first_call`),
+    in seconds."""
+
+    import_s: float
+    reset_s: float
+    random_steps_s: float
+    #: ``reset_s + random_steps_s``.
+    first_call_s: float
+
+
+@final
+class CompileTimes(TypedDict):
+    """:func:`compile_times`: the first call with numba's cache empty, then cached."""
+
+    cold: FirstCall
+    cached: FirstCall
+
+
+@final
+class CompileFailed(TypedDict):
+    """Why the compile times could not be measured."""
+
+    error: str
+
+
+#: The ``compile`` entry of the ``--vector`` JSON (``None``: not measured).
+CompileInfo = Union[CompileTimes, CompileFailed]
+
+
 def first_call(batch: int, players: int, seed: int, cache_dir: str | None,
-               timeout: float = 900.0) -> dict[str, float]:
+               timeout: float = 900.0) -> FirstCall:
     """Time, in a fresh subprocess (pinned like this process), importing the batched engine,
     its first ``reset()`` and its first ``random_steps``; ``first_call_s`` is the last two
     together. ``cache_dir`` becomes ``NUMBA_CACHE_DIR`` (``None``: the default cache)."""
@@ -189,10 +222,11 @@ def first_call(batch: int, players: int, seed: int, cache_dir: str | None,
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"first-call subprocess failed ({proc.returncode}): {tail}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    timings: FirstCall = json.loads(proc.stdout.strip().splitlines()[-1])  # _FIRST_CALL's
+    return timings
 
 
-def compile_times(batch: int, players: int, seed: int) -> dict[str, Any]:
+def compile_times(batch: int, players: int, seed: int) -> CompileTimes:
     """The batched engine's first call with numba's cache empty (it compiles every kernel it
     uses and fills the cache) and then again in a second fresh process (loading the cache)."""
     with tempfile.TemporaryDirectory(prefix="dragons-egg-numba-") as cache:
@@ -208,7 +242,7 @@ def run_vector(args: argparse.Namespace, cpu: int | None) -> int:
           f"{args.players} players, batch {args.batch:,}; pinned to CPU "
           f"{cpu if cpu is not None else '(not supported)'} ({cpu_model()}), "
           f"Python {platform.python_version()}", flush=True)
-    compile_info: dict[str, Any] | None = None
+    compile_info: CompileInfo | None = None
     if args.compile_time:
         print("first call of the batched engine in fresh processes (empty numba cache, then "
               "cached) ...", end=" ", flush=True)
@@ -223,22 +257,31 @@ def run_vector(args: argparse.Namespace, cpu: int | None) -> int:
     labels = {key: label for key, label, _ in plan}
     loops, skipped, results = time_plan(plan, args.seed, args.seconds, VECTOR_NOTE)
     ratios = print_ratios(VECTOR_TARGETS, results, skipped, VECTOR_RATIO_NOTE)
-    memory = {k: loops[k].engine.memory_per_match() for k in ("vector", "vector_record")
-              if k in loops}
-    _print_vector_extras(memory, compile_info, loops.get("pgx_leduc"))
+    batched = {k: loop for k, loop in loops.items() if isinstance(loop, VectorLoop)}
+    memory: dict[str, dict[str, float]] = {
+        k: batched[k].engine.memory_per_match() for k in ("vector", "vector_record")
+        if k in batched}
+    pgx = loops.get("pgx_leduc")
+    pgx_loop = pgx if isinstance(pgx, PgxLeducLoop) else None
+    _print_vector_extras(memory, compile_info, pgx_loop)
     if args.json:
-        _write_vector_json(args, cpu, labels, results, ratios, memory, compile_info,
-                           loops.get("pgx_leduc"))
+        _write_vector_json(args, cpu, labels, results, ratios, memory, compile_info, pgx_loop)
     return 0
 
 
-def _rate(results: dict[str, dict[str, Any]], key: str) -> float | None:
-    r = results.get(key, {})
-    return r.get("steps_per_s")
+def _rate(results: Mapping[str, Result], key: str) -> float | None:
+    r = results.get(key)
+    return None if r is None or "skipped" in r else r["steps_per_s"]
+
+
+def _skipped(results: Mapping[str, Result], key: str) -> str | None:
+    r = results.get(key)
+    return r["skipped"] if r is not None and "skipped" in r else None
 
 
 def _print_vector_extras(memory: dict[str, dict[str, float]],
-                         compile_info: dict[str, Any] | None, pgx_loop: Any) -> None:
+                         compile_info: CompileInfo | None,
+                         pgx_loop: PgxLeducLoop | None) -> None:
     """Memory per match and the compile times."""
     for key, mem in memory.items():
         parts = ", ".join(f"{name} {v:,.0f}" for name, v in mem.items())
@@ -260,9 +303,9 @@ def _print_vector_extras(memory: dict[str, dict[str, float]],
 
 
 def _write_vector_json(args: argparse.Namespace, cpu: int | None, labels: dict[str, str],
-                       results: dict[str, dict[str, Any]], ratios: list[dict[str, Any]],
+                       results: dict[str, Result], ratios: list[dict[str, Any]],
                        memory: dict[str, dict[str, float]],
-                       compile_info: dict[str, Any] | None, pgx_loop: Any) -> None:
+                       compile_info: CompileInfo | None, pgx_loop: PgxLeducLoop | None) -> None:
     """The ``--vector`` figures, ratios and the machine's description, to ``args.json``."""
     by_name = {r["numerator"] + "/" + r["denominator"]: r["ratio"] for r in ratios}
     doc = {
@@ -271,7 +314,7 @@ def _write_vector_json(args: argparse.Namespace, cpu: int | None, labels: dict[s
         "vector_record_steps_per_s": _rate(results, "vector_record"),
         "raw_env_steps_per_s": _rate(results, "raw_env"),
         "pgx_leduc_steps_per_s": _rate(results, "pgx_leduc"),
-        "pgx_leduc_skipped": results.get("pgx_leduc", {}).get("skipped"),
+        "pgx_leduc_skipped": _skipped(results, "pgx_leduc"),
         "vector_over_raw_env": by_name.get("vector/raw_env"),
         "vector_over_pgx_leduc": by_name.get("vector/pgx_leduc"),
         "batch": args.batch, "chunk": VECTOR_CHUNK, "players": args.players,

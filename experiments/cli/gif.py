@@ -24,6 +24,7 @@ import argparse
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,8 @@ FRAME_GLOB = "frame_*.png"
 LAST_FRAME_HOLD_MS = 3000
 
 
-def _pil():
+def _pil() -> tuple[ModuleType, ModuleType, ModuleType]:
+    """Pillow's ``Image``, ``ImageDraw`` and ``ImageFont`` modules, imported when drawing."""
     try:
         from PIL import Image, ImageDraw, ImageFont
     except ImportError as exc:  # a MissingExtraError naming the render extra

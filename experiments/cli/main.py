@@ -18,7 +18,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable
-from typing import NamedTuple, TextIO
+from typing import NamedTuple, Protocol, TextIO
 
 from dragons_egg.experiments import bench
 from dragons_egg.experiments.cli import gif
@@ -41,6 +41,13 @@ class Delegated(NamedTuple):
     module: str
     #: The line ``dragons-egg --help`` shows for it.
     help: str
+
+
+class CommandMain(Protocol):
+    """The ``main`` of a delegated subcommand's module: runs its command line ``argv``
+    under the program name ``prog``; returns the exit status."""
+
+    def __call__(self, argv: list[str] | None = None, prog: str | None = None) -> int: ...
 
 
 _M = "dragons_egg.experiments."
@@ -79,7 +86,8 @@ def run_delegated(name: str, argv: list[str]) -> int:
     """Run the delegated subcommand ``name`` (:data:`DELEGATED`) with its arguments ``argv``:
     its module's ``main(argv, prog="dragons-egg NAME")``."""
     module = importlib.import_module(DELEGATED[name].module)
-    return module.main(argv, prog=f"dragons-egg {name}")
+    command: CommandMain = module.main
+    return command(argv, prog=f"dragons-egg {name}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -113,7 +121,8 @@ def subcommand_parser(parser: argparse.ArgumentParser, command: str
     """The parser of ``command`` (whose usage an error after parsing should print)."""
     for action in parser._actions:  # argparse keeps its subparsers only here
         if isinstance(action, argparse._SubParsersAction) and command in action.choices:
-            return action.choices[command]
+            sub: argparse.ArgumentParser = action.choices[command]
+            return sub
     return parser  # pragma: no cover - every command has a parser
 
 
@@ -148,7 +157,6 @@ def main(argv: list[str] | None = None, read: Callable[[str], str] = stdin_reade
     if args.command == "bench":
         return bench.run_from_args(args, sub) or 0
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover
-    return 2
 
 
 if __name__ == "__main__":

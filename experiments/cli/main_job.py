@@ -26,6 +26,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dragons_egg.agents.ppo import PREVIOUS, SHIPPED
 from dragons_egg.experiments.common.args import int_range
@@ -41,6 +42,9 @@ from dragons_egg.experiments.evaluation.tournament import (
 from dragons_egg.experiments.evaluation.versus import format_estimate
 from dragons_egg_env.extras import require_cli
 
+if TYPE_CHECKING:  # the trainer itself is imported only when the job trains (train_fresh)
+    from dragons_egg.experiments.training.selfplay import Run
+
 #: The fresh agent's label in the tournament and the report.
 FRESH = "fresh"
 #: The label of the agent shipped with 0.1.0 and 0.2.0 (SB3 MaskablePPO, 4 players).
@@ -48,7 +52,7 @@ PREVIOUS_LABEL = "ppo-0.1"
 DEFAULT_SAMPLES = 4_000_000
 
 
-def train_fresh(samples: int, seed: int, out: Path):
+def train_fresh(samples: int, seed: int, out: Path) -> Run:
     """Train the fresh agent; returns the finished
     :class:`dragons_egg.experiments.training.selfplay.Run`."""
     from dragons_egg.experiments.training.selfplay import Run, SelfPlayConfig
@@ -62,7 +66,7 @@ def train_fresh(samples: int, seed: int, out: Path):
     return run
 
 
-def _training_lines(run, asked: int) -> list[str]:
+def _training_lines(run: Run, asked: int) -> list[str]:
     cfg = run.cfg
     lines = [
         f"Self-play (`dragons_egg.experiments.training.selfplay`, default settings, "

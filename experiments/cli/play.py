@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from dragons_egg.agents import AgentSpecError, check_spec_for_table, make_agent
+from dragons_egg.agents.base import Agent
 from dragons_egg.experiments.common.args import int_range, rule_flag, table_size
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, PASS, decode, describe
@@ -334,9 +335,9 @@ def _bot_line(env: raw_env, agent: str, action: int, me_seat: int, deck_style: s
 
 
 # -- the match -----------------------------------------------------------------------------
-def _lineup(args: argparse.Namespace, config: RulesConfig, n: int) -> dict:
+def _lineup(args: argparse.Namespace, config: RulesConfig, n: int) -> dict[int, Agent]:
     bots = list(args.bots) or ["heuristic"]
-    lineup = {}
+    lineup: dict[int, Agent] = {}
     others = [q for q in range(n) if q != args.seat]
     for k, q in enumerate(others):
         lineup[q] = make_agent(bots[k % len(bots)], seed=args.seed * 100 + q)
@@ -390,7 +391,7 @@ def play_game(args: argparse.Namespace, read: Callable[[str], str], out: TextIO,
     return 0
 
 
-def _loop(env: raw_env, args: argparse.Namespace, lineup: dict, me: str,
+def _loop(env: raw_env, args: argparse.Namespace, lineup: dict[int, Agent], me: str,
           read: Callable[[str], str], out: TextIO) -> None:
     style = args.deck_style
     for agent in env.agent_iter():

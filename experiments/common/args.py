@@ -6,14 +6,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dragons_egg_env.config import (  # int_range: the one in dragons_egg_env, re-exported
+from dragons_egg_env.config import (
     MAX_PLAYERS,
     MIN_PLAYERS,
     ConfigError,
     RulesConfig,
-    int_range,
     parse_bool,
 )
+from dragons_egg_env.config import int_range as int_range  # the one in dragons_egg_env, re-exported
 
 #: An argparse type for a table size (R3).
 table_size = int_range(MIN_PLAYERS, MAX_PLAYERS)

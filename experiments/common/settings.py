@@ -204,10 +204,11 @@ def read_settings(cls: type, source: Any) -> dict[str, Any]:
         else:
             data = json.loads(text)
         data = migrated(cls, data)
-        check_settings(cls, data)
+        check_settings(cls, data)  # a ValueError unless it is an object of settings
     except (OSError, ValueError) as exc:
         raise ValueError(f"config file {_config_label(src)}: {exc}") from None
-    return data
+    settings: dict[str, Any] = data
+    return settings
 
 
 def fail(message: str) -> typing.NoReturn:
@@ -256,7 +257,7 @@ def flags_given(args: Iterable[str], cls: type) -> set[str]:
 def module_prog(cls: type) -> str | None:
     """``python -m MODULE`` for the module that defines ``cls`` (also when it runs as
     ``__main__`` under ``python -m``), or ``None`` when that is not known."""
-    module = cls.__module__
+    module: str | None = cls.__module__
     if module == "__main__":
         spec = getattr(sys.modules.get("__main__"), "__spec__", None)
         module = getattr(spec, "name", None)

@@ -350,7 +350,7 @@ def _played(tasks: Sequence[Unit], workers: int) -> Iterator[dict[str, Any]]:
 
 def _progress(total: int, enabled: bool = True) -> Any:
     try:
-        from tqdm import tqdm
+        from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no type hints
     except ImportError:  # pragma: no cover
         return None
     return tqdm(total=total, desc="tribute", unit="deal", file=sys.stderr, disable=not enabled)

@@ -17,6 +17,7 @@ from typing import Any
 
 from dragons_egg.experiments.evaluation.tournament import (
     MIN_SEQUENCES,
+    Entrant,
     Estimate,
     TournamentConfig,
     run_matches,
@@ -31,8 +32,10 @@ AGENT_FIGURES = ("mean_score", "dragon_rate", "egg_rate", "mean_place")
 def interval(est: Estimate) -> tuple[float, float]:
     """The 95% interval of a tournament :class:`~.tournament.Estimate`, or ``(nan, nan)``
     where the tournament's rule (``Estimate.enough``: at least :data:`.tournament.MIN_SEQUENCES`
-    deal sequences) refuses one."""
-    return (est.low, est.high) if est.enough else (math.nan, math.nan)
+    deal sequences) refuses one (or the estimate holds none)."""
+    if est.enough and est.low is not None and est.high is not None:
+        return est.low, est.high
+    return math.nan, math.nan
 
 
 def evaluate_agent(me: str, opponents: Sequence[str], *, players: int, matches: int,
@@ -48,7 +51,7 @@ def evaluate_agent(me: str, opponents: Sequence[str], *, players: int, matches: 
     opps = list(opponents)
     if not opps:
         raise ValueError("an evaluation needs at least one opponent")
-    lineup = [me] + [opps[i % len(opps)] for i in range(players - 1)]
+    lineup: list[str | Entrant] = [me, *(opps[i % len(opps)] for i in range(players - 1))]
     tc = TournamentConfig(agents=lineup, num_players=players, matches=matches, seed=seed,
                           num_rounds=num_rounds, rules=dict(rules or {}), workers=workers,
                           bootstrap=bootstrap, on_agent_error="stop")

@@ -27,7 +27,7 @@ import argparse
 import sys
 import textwrap
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from dragons_egg_env import actions
@@ -186,7 +186,8 @@ def observation_sizes_table() -> str:
     """Vector sizes for every ``max_players``."""
     obs, binary, scaled, st = (_totals("size"), _totals("binary"), _totals("scaled"),
                                _totals("size", state=True))
-    rows = [(m, obs[m], binary[m], scaled[m], st[m]) for m in SEAT_RANGE]
+    rows: list[tuple[int | str, ...]] = [(m, obs[m], binary[m], scaled[m], st[m])
+                                         for m in SEAT_RANGE]
     rows.append(("m", size_formula(obs), size_formula(binary), size_formula(scaled),
                  size_formula(st)))
     return md_table(("max_players", "observation", "binary", "scaled", "state()"), rows)
@@ -263,7 +264,7 @@ def observation_md() -> str:
 # ---------------------------------------------------------------------------------------
 # Flags.
 
-def _allowed(info: dict) -> str:
+def _allowed(info: Mapping[str, typing.Any]) -> str:
     """The allowed values of a setting, from its field metadata in ``config.py``."""
     if info["kind"] == "bool":
         return "`True`, `False`"

@@ -47,9 +47,10 @@ def _est(e: dict[str, float], digits: int = 3, sign: bool = False) -> str:
 def _load(root: Path, d: str, name: str = "summary.json") -> dict[str, Any]:
     path = root / d / name
     try:
-        return json.loads(path.read_text())
+        summary: dict[str, Any] = json.loads(path.read_text())  # a results file's JSON object
     except (OSError, ValueError) as exc:
         raise ValueError(f"README block needs {path}: {exc}") from None
+    return summary
 
 
 def tournament_block(root: Path, dirs: list[str]) -> str:

@@ -68,6 +68,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from dragons_egg.experiments.common.runs import (
     claim_output,
@@ -190,17 +191,19 @@ def fit(cfg: TributeFitConfig, data: str | None = None, resume: bool = False) ->
                   cfg.ridge, policy.max_players)
     seconds = gather_seconds + (time.perf_counter() - t_fit)
     total = base_seconds + seconds
-    info = {"config": jsonable(cfg), "base_policy": str(cfg.policy),
-            "base_seconds": base_seconds, "seconds": round(seconds, 1),
-            "states": int(len(d["q"])), "held_out_states": int(sum(len(c["q"]) for c in held)),
-            "alpha": [float(theta[-2]), float(theta[-1])]}
+    info: dict[str, Any] = {  # summary.json, and the policy's provenance
+        "config": jsonable(cfg), "base_policy": str(cfg.policy),
+        "base_seconds": base_seconds, "seconds": round(seconds, 1),
+        "states": int(len(d["q"])), "held_out_states": int(sum(len(c["q"]) for c in held)),
+        "alpha": [float(theta[-2]), float(theta[-1])]}
     new_prov = {**prov, "seconds": round(total, 1), "tribute_fit": info}
     if cfg.command:
         new_prov["command"] = cfg.command
     new = fitted_policy(policy, theta, {**policy.meta, "provenance": new_prov})
     info["held_out"] = evaluate(policy, new, held)
-    info["card_values"] = card_values(chunks)  # info is new_prov's: the file carries it too
-    plot_card_values(info["card_values"], out / "card_values.png")
+    values = card_values(chunks)
+    info["card_values"] = values  # info is new_prov's: the file carries it too
+    plot_card_values(values, out / "card_values.png")
     new.meta["provenance"]["tribute_fit"] = info
     path = new.save(out / "policy.npz")
     path.with_suffix(".json").write_text(json.dumps(new_prov, indent=1) + "\n")

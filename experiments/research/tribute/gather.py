@@ -9,21 +9,52 @@ from __future__ import annotations
 import functools
 import sys
 import time
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 
+from dragons_egg.agents.heads import IntArray
 from dragons_egg.experiments.common.runs import ignore_interrupts
 from dragons_egg.experiments.training import counterfactual as cf
 from dragons_egg.experiments.training.counterfactual import tribute_rows
 from dragons_egg_env.config import RulesConfig
+from dragons_egg_env.observation import MaskArray, ObsArray
 
+from .data import Batch, BoolArray, Float64Array
 from .settings import TributeFitConfig
+
+if TYPE_CHECKING:
+    from dragons_egg.agents.netpolicy import NetPolicy
+    from dragons_egg_env.engine import State
+
+
+#: Actions for rows of padded observations and their masks: ``fn(obs, mask) -> actions``.
+ActionRows = Callable[[ObsArray, MaskArray], IntArray]
+
+
+#: A batch of states to gather (:func:`chunk_tasks`, :func:`run_chunk`): the policy file,
+#: seed, table size, play policy, states, ``explore``, ``num_rounds`` and ``per_class``.
+ChunkTask = tuple[str, int, int, str, int, float, int, bool]
+
+
+class ProgressBar(Protocol):
+    """What :func:`gather` uses of a progress bar (tqdm's)."""
+
+    def update(self, n: int = 1) -> object: ...
+
+    def set_postfix(self, **kwargs: object) -> None: ...
+
+    def close(self) -> None: ...
+
+
+_T = TypeVar("_T")
+
 
 # ---------------------------------------------------------------------------------------
 # One batch of states, in a worker.
 
-def _heuristic(max_players: int):
+def _heuristic(max_players: int) -> ActionRows:
     """The heuristic's actions for rows of observations padded to ``max_players`` seats
     (:func:`dragons_egg.agents.heuristic.heuristic_actions`: memoryless, no random numbers)."""
     from dragons_egg.agents.heuristic import heuristic_actions
@@ -31,8 +62,9 @@ def _heuristic(max_players: int):
     return functools.partial(heuristic_actions, max_players=max_players)
 
 
-def gather_states(policy, n: int, play: str, count: int, explore: float, num_rounds: int,
-                  rng: np.random.Generator):
+def gather_states(policy: NetPolicy, n: int, play: str, count: int, explore: float,
+                  num_rounds: int, rng: np.random.Generator
+                  ) -> tuple[list[State], list[int], ObsArray, BoolArray]:
     """``count`` tribute decision states of ``n``-seat matches played by ``play``: the
     scalar states, the deciding seats, and their observations and masks."""
     from dragons_egg_env.vector import VectorEngine
@@ -43,7 +75,10 @@ def gather_states(policy, n: int, play: str, count: int, explore: float, num_rou
     eng = VectorEngine(min(64, 4 * count), config, max_players=m,
                        seed=int(rng.integers(2**62)), record=False)
     st = eng.reset()
-    states, seats, obs, masks = [], [], [], []
+    states: list[State] = []
+    seats: list[int] = []
+    obs: list[ObsArray] = []
+    masks: list[BoolArray] = []
     while len(states) < count:
         acts = np.empty(eng.num_envs, np.int64)
         trib = tribute_rows(st.mask)
@@ -63,14 +98,17 @@ def gather_states(policy, n: int, play: str, count: int, explore: float, num_rou
     return states, seats, np.array(obs), np.array(masks)
 
 
-def _play_actions(policy, heur, play: str, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+def _play_actions(policy: NetPolicy, heur: ActionRows, play: str, obs: ObsArray,
+                  mask: MaskArray) -> IntArray:
     if play == "self":
-        return np.argmax(policy.logits(obs, mask), axis=-1)
+        greedy: IntArray = np.argmax(policy.logits(obs, mask), axis=-1)
+        return greedy
     return heur(obs, mask)
 
 
-def counterfactual_values(policy, states, seats, masks: np.ndarray, play: str, seed: int,
-                          per_class: bool = False) -> np.ndarray:
+def counterfactual_values(policy: NetPolicy, states: Sequence[State], seats: Sequence[int],
+                          masks: BoolArray, play: str, seed: int,
+                          per_class: bool = False) -> Float64Array:
     """``Q[i, a]``: the round reward of ``seats[i]`` after action ``a`` in ``states[i]`` and
     the rest of the round played by ``play`` (the Dragon's later tribute by the heuristic);
     NaN where ``a`` is not legal (:func:`dragons_egg.experiments.training.counterfactual.
@@ -82,7 +120,7 @@ def counterfactual_values(policy, states, seats, masks: np.ndarray, play: str, s
         policy.max_players, seed, per_class)
 
 
-def run_chunk(task: tuple[str, int, int, str, int, float, int, bool]) -> dict[str, Any]:
+def run_chunk(task: ChunkTask) -> Batch:
     """One batch of states (a worker's unit of work): gathered, valued, with features."""
     from dragons_egg.agents.netpolicy import cached_policy
 
@@ -102,7 +140,7 @@ def run_chunk(task: tuple[str, int, int, str, int, float, int, bool]) -> dict[st
 # ---------------------------------------------------------------------------------------
 # The batches, on worker processes, within the budget.
 
-def chunk_tasks(cfg: TributeFitConfig):
+def chunk_tasks(cfg: TributeFitConfig) -> Iterator[ChunkTask]:
     """The batches of states, in order: (policy, seed, table size, play policy, ...)."""
     ss = np.random.SeedSequence(cfg.seed)
     weights = np.asarray(cfg.size_weights, float) / sum(cfg.size_weights)
@@ -116,8 +154,9 @@ def chunk_tasks(cfg: TributeFitConfig):
         k += 1
 
 
-def gather(cfg: TributeFitConfig, allowed: float, done: list[dict[str, Any]] | None = None,
-           seconds: float = 0.0, keep: Any = None) -> tuple[list[dict[str, Any]], float]:
+def gather(cfg: TributeFitConfig, allowed: float, done: list[Batch] | None = None,
+           seconds: float = 0.0, keep: Callable[[int, Batch, float], object] | None = None
+           ) -> tuple[list[Batch], float]:
     """Run batches on ``cfg.workers`` processes until ``cfg.chunks`` are done or the next
     batch would end too late to fit every state within ``allowed`` seconds
     (:func:`fit_reserve`). ``done``: the first batches, gathered before (``seconds`` of
@@ -128,7 +167,7 @@ def gather(cfg: TributeFitConfig, allowed: float, done: list[dict[str, Any]] | N
 
     t0 = time.perf_counter()
     tasks = chunk_tasks(cfg)
-    out: list[dict[str, Any]] = list(done or ())
+    out: list[Batch] = list(done or ())
     _take(tasks, len(out))  # those were gathered before
     bar = _bar(cfg, len(out))
 
@@ -164,8 +203,8 @@ def gather(cfg: TributeFitConfig, allowed: float, done: list[dict[str, Any]] | N
     return out, elapsed()
 
 
-def _take(it, k: int) -> list:
-    out = []
+def _take(it: Iterator[_T], k: int) -> list[_T]:
+    out: list[_T] = []
     for _ in range(k):
         try:
             out.append(next(it))
@@ -174,13 +213,14 @@ def _take(it, k: int) -> list:
     return out
 
 
-def _bar(cfg: TributeFitConfig, initial: int = 0):
+def _bar(cfg: TributeFitConfig, initial: int = 0) -> ProgressBar | None:
     if not cfg.progress:
         return None
-    from tqdm import tqdm
+    from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no type hints
 
-    return tqdm(total=cfg.chunks or None, initial=initial, desc="tribute-fit", unit="batch",
-                file=sys.stderr)
+    bar: ProgressBar = tqdm(total=cfg.chunks or None, initial=initial, desc="tribute-fit",
+                            unit="batch", file=sys.stderr)
+    return bar
 
 
 #: Seconds kept back from the budget for the fit itself: a fixed part and a part per state

@@ -52,24 +52,34 @@ import functools
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dragons_egg.agents.base import Agent
 from dragons_egg.agents.heads import group_counts, tribute_context
 from dragons_egg.agents.heuristic import HeuristicAgent
 from dragons_egg.experiments.common.args import int_range, table_size
 from dragons_egg.experiments.common.runs import claim_output
-from dragons_egg.experiments.research.tribute.data import concat_chunks, file_digest, load_data
+from dragons_egg.experiments.research.tribute.data import (
+    StateArrays,
+    concat_chunks,
+    file_digest,
+    load_data,
+)
 from dragons_egg.experiments.research.tribute.model import interval
 from dragons_egg.experiments.research.tribute.settings import PLAY_POLICIES
 from dragons_egg.experiments.training.counterfactual import COLUMN_GROUP, action_classes
 from dragons_egg.experiments.training.tribute_table import EXPORT_SCALE
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, PASS
 from dragons_egg_env.cards import NUM_NUMBERS
+from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.extras import require_cli
 from dragons_egg_env.observation import players_for_size
+
+if TYPE_CHECKING:
+    from dragons_egg.agents.netpolicy import NetPolicy
 
 #: Feature sets of the table policies, per tribute phase (the columns of :func:`rows`).
 FEATURE_SETS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -105,7 +115,7 @@ def choice_features(obs: np.ndarray, state: np.ndarray, action: np.ndarray,
             "count": count, "position": position}
 
 
-def rows(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def rows(data: StateArrays) -> dict[str, np.ndarray]:
     """One row per legal tribute choice class of every state of ``data``
     (:func:`dragons_egg.experiments.research.tribute.data.concat_chunks`): ``state``, ``action``
     (the class's
@@ -138,20 +148,24 @@ def _scores(key: np.ndarray, gain: np.ndarray, play: np.ndarray, train: np.ndarr
     taken (``robust``)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
-    means = []
+    means: list[npt.NDArray[np.float64]] = []
     for p in range(len(PLAY_POLICIES)):
         m = train & (play == p)
         means.append(np.bincount(key[m], gain[m], nkeys)
                      / (np.bincount(key[m], minlength=nkeys) + shrink))
-    return np.minimum(*means) if mode == "robust" else np.mean(means, axis=0)
+    scores: npt.NDArray[np.float64] = (np.minimum(*means) if mode == "robust"
+                                       else np.mean(means, axis=0))
+    return scores
 
 
-def _phase_rows(r: dict[str, np.ndarray], data: dict[str, np.ndarray], phase: str,
-                players: int) -> np.ndarray:
-    return (r["give"] == (phase == "give")) & (data["n"][r["state"]] == players)
+def _phase_rows(r: dict[str, np.ndarray], data: StateArrays, phase: str,
+                players: int) -> npt.NDArray[np.bool_]:
+    sel: npt.NDArray[np.bool_] = (r["give"] == (phase == "give")) & (data["n"][r["state"]]
+                                                                     == players)
+    return sel
 
 
-def cross_validate(r: dict[str, np.ndarray], data: dict[str, np.ndarray], phase: str,
+def cross_validate(r: dict[str, np.ndarray], data: StateArrays, phase: str,
                    features: tuple[str, ...] | None, mode: str, players: int, folds: int,
                    shrink: float, seed: int) -> dict[str, np.ndarray]:
     """Held-out gain per decision of the table policy over ``features`` (``None``: the
@@ -167,17 +181,17 @@ def cross_validate(r: dict[str, np.ndarray], data: dict[str, np.ndarray], phase:
                            return_inverse=True)
         key = key.ravel()
         fold = np.random.default_rng(seed).integers(0, folds, len(data["q"]))[state]
-        chosen = []
+        picked: list[npt.NDArray[np.intp]] = []
         for f in range(folds):
             score = _scores(key, gain, play, fold != f, key.max() + 1, mode, shrink)
             test = np.flatnonzero(fold == f)
-            chosen.append(test[_pick(state[test], score[key[test]] + 1e-9 * is_heur[test])])
-        chosen = np.concatenate(chosen)
+            picked.append(test[_pick(state[test], score[key[test]] + 1e-9 * is_heur[test])])
+        chosen = np.concatenate(picked)
     return {name: gain[chosen][play[chosen] == p]
             for p, name in enumerate(PLAY_POLICIES)}
 
 
-def fit_table(r: dict[str, np.ndarray], data: dict[str, np.ndarray], features: tuple[str, ...],
+def fit_table(r: dict[str, np.ndarray], data: StateArrays, features: tuple[str, ...],
               mode: str, players: int, shrink: float) -> dict[tuple[int, ...], float]:
     """The give-back table policy over ``features`` fitted on every state at ``players``
     seats (no folds): key -> score, as :class:`TableTribute` plays it."""
@@ -207,7 +221,8 @@ class TableTribute(Agent):
         self.features = features
         self.heuristic = HeuristicAgent(seed=seed)
 
-    def start_match(self, seat, config, max_players=None) -> None:
+    def start_match(self, seat: int, config: RulesConfig, max_players: int | None = None
+                    ) -> None:
         super().start_match(seat, config, max_players)
         self.heuristic.start_match(seat, config, max_players)
 
@@ -225,7 +240,7 @@ class TableTribute(Agent):
         return int(legal[best]) if score[best] > score[legal == a][0] else a
 
 
-def validate(r: dict[str, np.ndarray], data: dict[str, np.ndarray], features: str,
+def validate(r: dict[str, np.ndarray], data: StateArrays, features: str,
              play_specs: list[str], deals: int, players: int, shrink: float, seed: int,
              workers: int, mode: str = "robust") -> list[dict[str, Any]]:
     """The give-back table over ``FEATURE_SETS["give"][features]`` (fitted in ``mode`` on
@@ -257,8 +272,8 @@ EXPORT_FEATURES = "group"
 
 
 
-def table_policy(policy, table: dict[tuple[int, ...], float], meta: dict[str, Any],
-                 players: int):
+def table_policy(policy: NetPolicy, table: dict[tuple[int, ...], float], meta: dict[str, Any],
+                 players: int) -> NetPolicy:
     """``policy`` (a :class:`dragons_egg.agents.netpolicy.NetPolicy` without ``pi_counts``) with its
     give-back at ``players`` seats chosen by a give-back ``table`` over (group, count), as a
     policy with the heads ``tribute_by_size`` and ``gate``
@@ -276,7 +291,8 @@ def table_policy(policy, table: dict[tuple[int, ...], float], meta: dict[str, An
     for (group, count), value in table.items():
         if group <= DRAGONS:  # the Egg's key, if any, is scored by giveback_policy
             scores[group * 5 + count] = value
-    return giveback_policy(policy, {players: scores}, meta)
+    new: NetPolicy = giveback_policy(policy, {players: scores}, meta)
+    return new
 
 
 def export(data_path: str | Path, base_path: str | Path, out: Path, players: int,
@@ -395,6 +411,7 @@ def plot(s: dict[str, Any], path: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     res = [r for r in s["results"] if r["features"] != "oracle"]
     played = s.get("validation") or []
@@ -426,7 +443,7 @@ def plot(s: dict[str, Any], path: Path) -> Path:
                           "play" for v in played])
         ax.invert_yaxis()
         ax.set_xlabel("round-2 reward, table minus heuristic tribute")
-        ax.xaxis.set_major_locator(plt.MaxNLocator(6))
+        ax.xaxis.set_major_locator(MaxNLocator(6))
         ax.set_title(f"Played, {played[0]['deals']:,} deal sequences each")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

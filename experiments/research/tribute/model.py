@@ -5,22 +5,31 @@ scores of a way of choosing on held-out states (:func:`score`, :func:`evaluate`)
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dragons_egg.agents.heads import (
     GROUPS,
     TRIBUTE_FEATURES,
+    FloatArray,
+    IntArray,
     group_counts,
     tribute_context,
     tribute_row,
 )
 from dragons_egg.experiments.training.counterfactual import COLUMN_GROUP
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
+from dragons_egg_env.observation import ObsArray
 
-from .data import concat_chunks
+from .data import Batch, BoolArray, Float64Array, concat_chunks
 from .settings import PHASES, PLAY_POLICIES
+
+if TYPE_CHECKING:
+    from dragons_egg.agents.netpolicy import NetPolicy
+
 
 #: Tribute columns of the action layer (asks of cards 0..43, then gives of cards 0..44) and
 #: what each one is: its card, whether it is a give, and its group of
@@ -36,7 +45,7 @@ NPARAM = NCOL + TRIBUTE_FEATURES + 2
 _BLOCK = GROUPS * 5
 
 
-def features(obs: np.ndarray, base: np.ndarray, max_players: int) -> np.ndarray:
+def features(obs: ObsArray, base: FloatArray, max_players: int) -> FloatArray:
     """``(N, NCOL, NPARAM)``: what each tribute column's logit is linear in (see the module
     docstring): its own bias, how many cards of its group the own hand holds (one-hot, in the
     block of the state's tribute context) and the old logit (relative to the pass logit for
@@ -56,8 +65,8 @@ def features(obs: np.ndarray, base: np.ndarray, max_players: int) -> np.ndarray:
     return F
 
 
-def design(obs: np.ndarray, mask: np.ndarray, q: np.ndarray, base: np.ndarray,
-           scale: float, max_players: int) -> tuple[np.ndarray, np.ndarray]:
+def design(obs: ObsArray, mask: BoolArray, q: Float64Array, base: FloatArray,
+           scale: float, max_players: int) -> tuple[Float64Array, Float64Array]:
     """Rows (one per state and legal tribute action) and targets of the least-squares fit:
     ``scale * (Q(s, a) - Q(s, pass))`` in ask states (the model is the logit minus the pass
     logit); in give states targets and features centred per state (only differences between
@@ -76,8 +85,8 @@ def design(obs: np.ndarray, mask: np.ndarray, q: np.ndarray, base: np.ndarray,
     return F[legal].astype(np.float64), y[legal]
 
 
-def solve(obs, mask, q, base, scale: float, ridge: float, max_players: int,
-          batch: int = 2048) -> np.ndarray:
+def solve(obs: ObsArray, mask: BoolArray, q: Float64Array, base: FloatArray, scale: float,
+          ridge: float, max_players: int, batch: int = 2048) -> Float64Array:
     """The fitted parameters (ridge regression on :func:`design`), accumulated over batches
     of states so that memory stays small (the rows of 2,048 states take about 140 MB)."""
     xtx = np.zeros((NPARAM, NPARAM))
@@ -87,10 +96,10 @@ def solve(obs, mask, q, base, scale: float, ridge: float, max_players: int,
         X, y = design(obs[sl], mask[sl], q[sl], base[sl], scale, max_players)
         xtx += X.T @ X
         xty += X.T @ y
-    return np.linalg.solve(xtx + ridge * np.eye(NPARAM), xty)
+    return np.linalg.solve(xtx + ridge * np.eye(NPARAM), xty).astype(np.float64, copy=False)
 
 
-def fitted_policy(policy, theta: np.ndarray, meta: dict[str, Any]):
+def fitted_policy(policy: NetPolicy, theta: Float64Array, meta: dict[str, Any]) -> NetPolicy:
     """The policy with its tribute columns rewritten to the fitted model; every other column
     (play and pass) and the shared layers unchanged."""
     from dragons_egg.agents.netpolicy import NetPolicy
@@ -118,12 +127,13 @@ def fitted_policy(policy, theta: np.ndarray, meta: dict[str, Any]):
 # ---------------------------------------------------------------------------------------
 # Scores.
 
-def choice_values(q: np.ndarray, choice: np.ndarray) -> np.ndarray:
-    return q[np.arange(len(q)), choice]
+def choice_values(q: Float64Array, choice: npt.NDArray[np.integer[Any]]) -> Float64Array:
+    chosen: Float64Array = q[np.arange(len(q)), choice]
+    return chosen
 
 
-def score(policy_logits, q: np.ndarray, mask: np.ndarray,
-          heuristic: np.ndarray) -> dict[str, float]:
+def score(policy_logits: Mapping[str, FloatArray], q: Float64Array, mask: BoolArray,
+          heuristic: IntArray) -> dict[str, float]:
     """Mean ``Q`` of each way of choosing, over states."""
     qm = np.where(mask, q, np.nan)
     with np.errstate(invalid="ignore"):
@@ -136,13 +146,13 @@ def score(policy_logits, q: np.ndarray, mask: np.ndarray,
     return out
 
 
-def interval(d: np.ndarray) -> list[float]:
+def interval(d: Float64Array) -> list[float]:
     """Mean and 95% normal interval of paired differences."""
     half = 1.96 * d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else float("nan")
     return [float(d.mean()), float(d.mean() - half), float(d.mean() + half)]
 
 
-def evaluate(old, new, chunks: list[dict[str, Any]]) -> dict[str, Any]:
+def evaluate(old: NetPolicy, new: NetPolicy, chunks: Sequence[Batch]) -> dict[str, Any]:
     """Mean ``Q`` of each way of choosing on ``chunks``, per play policy and phase, and the
     paired difference between the fitted choice and the heuristic's (95% normal interval);
     under ``by_size``, that difference per table size, play policy and phase (with the
@@ -157,11 +167,12 @@ def evaluate(old, new, chunks: list[dict[str, Any]]) -> dict[str, Any]:
             sel = (data["play"] == pi) & (data["mask"][:, PASS] == (phase == "ask"))
             if not sel.any():
                 continue
-            o, m, q, h = (data[k][sel] for k in ("obs", "mask", "q", "heuristic"))
+            o, m, q, h = (data["obs"][sel], data["mask"][sel], data["q"][sel],
+                          data["heuristic"][sel])
             zf, zo = new.logits(o, m), old.logits(o, m)
-            row = score({"fitted": zf, "old": zo}, q, m, h)
             d = choice_values(q, np.argmax(zf, axis=1)) - choice_values(q, h)
-            row["fitted_minus_heuristic"] = interval(d)
+            row: dict[str, float | list[float]] = {
+                **score({"fitted": zf, "old": zo}, q, m, h), "fitted_minus_heuristic": interval(d)}
             out[f"{play}/{phase}"] = row
             sizes = data["n"][sel]
             for n in np.unique(sizes):

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -12,10 +13,24 @@ from dragons_egg.agents.heads import group_counts
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
 from dragons_egg_env.cards import NUM_NUMBERS
 
-from .data import concat_chunks
+from .data import Batch, Float64Array, concat_chunks
 
 
-def card_values(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+class CardValues(TypedDict):
+    """What the gathered values say, card by card (:func:`card_values`; ``None`` where a
+    card was never legal)."""
+
+    ask_gain: list[float | None]
+    ask_gain_2se: list[float | None]
+    ask_states: list[int]
+    give_value: list[float | None]
+    give_value_2se: list[float | None]
+    give_states: list[int]
+    #: Per number 1..10, the gain of asking for it by how many of it (0..3) the Dragon holds.
+    ask_gain_by_number_and_count_held: list[list[float | None]]
+
+
+def card_values(chunks: Sequence[Batch]) -> CardValues:
     """What the gathered values say, card by card (all states, both play policies): the mean
     gain of asking for each card over passing, the same by how many cards of its number the
     Dragon holds, and the mean value of giving back each card relative to the state's mean
@@ -28,7 +43,7 @@ def card_values(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     with np.errstate(invalid="ignore"):
         give = give - np.nanmean(give, axis=1, keepdims=True)
 
-    def mean_se(x: np.ndarray) -> tuple[list[float | None], list[float | None], list[int]]:
+    def mean_se(x: Float64Array) -> tuple[list[float | None], list[float | None], list[int]]:
         import warnings
 
         n = (~np.isnan(x)).sum(axis=0)
@@ -40,9 +55,9 @@ def card_values(chunks: list[dict[str, Any]]) -> dict[str, Any]:
         return clean, [None if not np.isfinite(v) else float(2 * v) for v in se], n.tolist()
 
     held = group_counts(d["obs"][ask])
-    by_count = []
+    by_count: list[list[float | None]] = []
     for k in range(NUM_NUMBERS):
-        row = []
+        row: list[float | None] = []
         for c in range(4):
             x = gain[held[:, k] == c][:, 4 * k:4 * k + 4]
             row.append(float(np.nanmean(x)) if np.isfinite(x).any() else None)
@@ -54,7 +69,7 @@ def card_values(chunks: list[dict[str, Any]]) -> dict[str, Any]:
             "ask_gain_by_number_and_count_held": by_count}
 
 
-def plot_card_values(values: dict[str, Any], path: Path) -> Path:
+def plot_card_values(values: CardValues, path: Path) -> Path:
     """Bar charts of :func:`card_values`: the gain of each ask and the value of each give."""
     import matplotlib
 
@@ -64,12 +79,13 @@ def plot_card_values(values: dict[str, Any], path: Path) -> Path:
     from dragons_egg_env.cards import CARD_CODES
 
     fig, axes = plt.subplots(2, 1, figsize=(13, 6.5))
-    for ax, key, n, title in ((axes[0], "ask_gain", GIVE_BASE - ASK_BASE,
-                               "ask: mean round reward gained over passing"),
-                              (axes[1], "give_value", NUM_ACTIONS - GIVE_BASE,
-                               "give back: mean round reward relative to the state's mean give")):
-        mu = np.array([np.nan if v is None else v for v in values[key]])
-        se = np.array([np.nan if v is None else v for v in values[key + "_2se"]])
+    for ax, means, ses, n, title in (
+            (axes[0], values["ask_gain"], values["ask_gain_2se"], GIVE_BASE - ASK_BASE,
+             "ask: mean round reward gained over passing"),
+            (axes[1], values["give_value"], values["give_value_2se"], NUM_ACTIONS - GIVE_BASE,
+             "give back: mean round reward relative to the state's mean give")):
+        mu = np.array([np.nan if v is None else v for v in means])
+        se = np.array([np.nan if v is None else v for v in ses])
         ax.bar(range(n), np.nan_to_num(mu), yerr=np.nan_to_num(se), color="tab:blue",
                ecolor="grey", capsize=1.5)
         ax.set_xticks(range(n), CARD_CODES[:n], rotation=90, fontsize=7)
@@ -119,7 +135,7 @@ def report(info: dict[str, Any]) -> str:
               "Gain of asking for a number by how many of it the Dragon holds:", "",
               "| number | held 0 | held 1 | held 2 | held 3 |", "|---|---:|---:|---:|---:|"]
     for k, row in enumerate(cv["ask_gain_by_number_and_count_held"]):
-        cells = " | ".join("" if v is None else f"{v:+.3f}" for v in row)
-        lines.append(f"| {k + 1} | {cells} |")
+        held_cells = " | ".join("" if v is None else f"{v:+.3f}" for v in row)
+        lines.append(f"| {k + 1} | {held_cells} |")
     lines += ["", "![card values](card_values.png)"]
     return "\n".join(lines) + "\n"
