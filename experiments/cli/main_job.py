@@ -72,7 +72,7 @@ def _training_lines(run: Run, asked: int) -> list[str]:
         f"Self-play (`dragons_egg.experiments.training.selfplay`, default settings, "
         f"seed {cfg.seed}): "
         f"{run.samples:,} learner samples ({asked:,} asked; the trainer updates after whole "
-        f"rollouts of {cfg.rollout_steps} steps of {run.batch} matches) in "
+        f"rollouts of {cfg.collection.rollout_steps} steps of {run.batch} matches) in "
         f"{run.seconds:,.0f} s of collection and updates "
         f"({run.samples / max(run.seconds, 1e-9):,.0f} samples/s), plus "
         f"{run.eval_seconds:,.0f} s of evaluations.", "",

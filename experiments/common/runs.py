@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from dragons_egg.experiments.common.settings import flat_values, get_path, replace_paths
+
 # ---------------------------------------------------------------------------------------
 # Resuming a run: its folder, its settings, the changes.
 
@@ -46,9 +48,15 @@ def _plain(value: Any) -> Any:
 
 def config_changes(old: Any, new: Any) -> dict[str, list[Any]]:
     """The settings that differ between two settings dataclasses, ``{name: [old, new]}``
-    (JSON values)."""
-    a, b = _plain(dataclasses.asdict(old)), _plain(dataclasses.asdict(new))
+    (JSON values; a group's settings by their own names, :func:`.settings.flat_values`)."""
+    a, b = (_plain(_json_form(flat_values(x))) for x in (old, new))
     return {k: [a.get(k), v] for k, v in b.items() if a.get(k) != v}
+
+
+def _json_form(values: dict[str, Any]) -> dict[str, Any]:
+    """Values as JSON holds them (a dataclass value, such as the rules, as its object)."""
+    return {k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type)
+            else v for k, v in values.items()}
 
 
 def resumed_settings(saved: Any, parsed: Any, given: Iterable[str], checkpoint: str | Path,
@@ -58,11 +66,12 @@ def resumed_settings(saved: Any, parsed: Any, given: Iterable[str], checkpoint: 
     change: a ``ValueError`` names its flag. Unless ``out_dir`` or ``run_name`` is given, the
     run continues in the checkpoint's run folder (:func:`checkpoint_run_dir`)."""
     given = set(given)
-    for name, why in frozen.items():
-        if name in given and _plain(getattr(parsed, name)) != _plain(getattr(saved, name)):
-            raise ValueError(f"--{name.replace('_', '-')} cannot change on resume ({why}): the "
-                             f"checkpoint has {getattr(saved, name)!r}")
-    cfg = dataclasses.replace(saved, **{k: getattr(parsed, k) for k in sorted(given)})
+    for name, why in frozen.items():  # paths: "seed", "ppo.hidden"
+        if name in given and _plain(get_path(parsed, name)) != _plain(get_path(saved, name)):
+            flag = name.rpartition(".")[2].replace("_", "-")
+            raise ValueError(f"--{flag} cannot change on resume ({why}): the checkpoint has "
+                             f"{get_path(saved, name)!r}")
+    cfg = replace_paths(saved, {k: get_path(parsed, k) for k in sorted(given)})
     if not given & {"out_dir", "run_name"}:
         folder = checkpoint_run_dir(checkpoint)
         if cfg.run_dir.resolve() != folder:

@@ -6,6 +6,7 @@ a settings dataclass (:func:`config_cli`), every field a flag."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import difflib
 import functools
@@ -14,7 +15,7 @@ import math
 import sys
 import types
 import typing
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -136,24 +137,181 @@ def fits_type(tp: Any, value: Any) -> bool:
     return not isinstance(tp, type) or isinstance(value, tp)
 
 
+#: Above 0 while the command line is parsed: settings made then are checked after the parse
+#: (:func:`check_all`), so that a bad one is a one-line error, not tyro's box.
+_DEFERRED = [0]
+
+
+@contextlib.contextmanager
+def checks_deferred() -> Iterator[None]:
+    """Settings made inside skip their checks (:func:`checks_on`); :func:`check_all` them."""
+    _DEFERRED[0] += 1
+    try:
+        yield
+    finally:
+        _DEFERRED[0] -= 1
+
+
+def checks_on() -> bool:
+    """Whether settings check themselves when they are made (``__post_init__``)."""
+    return not _DEFERRED[0]
+
+
+def check_all(cfg: Any) -> None:
+    """Run the checks of the settings ``cfg``, its groups' first (what ``__post_init__`` runs
+    when :func:`checks_on`); a ``ValueError`` names the first bad setting."""
+    for name in group_types(type(cfg)):
+        getattr(cfg, name).check()
+    check = getattr(cfg, "check", None)
+    if check is not None:
+        check()
+
+
+class SettingsGroup:
+    """The base of a group of settings, a frozen dataclass held in one field of a settings
+    dataclass (the PPO settings, the collection's, a plug-in's): nested in JSON (``"ppo":
+    {"learning_rate": 0.0003, ...}``), flat on the command line (``--learning-rate``: tyro's
+    ``OmitArgPrefixes``) and in errors, in the settings given and in the changes a resume
+    records, so a group's field names are unique among the settings of the class that holds
+    it. Settings files of the flat form read as the nested one (:func:`nest_groups`). A group
+    is checked when it is made (:meth:`check`, from ``__post_init__``)."""
+
+    def __post_init__(self) -> None:
+        if checks_on():
+            self.check()
+
+    def check(self) -> None:
+        """A ``ValueError`` naming the first bad setting of the group (types here; the
+        groups add their ranges)."""
+        check_fields(self)
+
+
+def group_types(cls: type) -> dict[str, type]:
+    """The fields of the settings dataclass ``cls`` that hold a :class:`SettingsGroup`, with
+    its type."""
+    return {name: tp for name, tp in field_types(cls).items()
+            if isinstance(tp, type) and issubclass(tp, SettingsGroup)}
+
+
+@functools.cache
+def leaf_paths(cls: type) -> dict[str, str]:
+    """Each setting's name (a field of ``cls``, or of one of its groups) and its path: the
+    name itself, or ``group.name`` (``learning_rate`` -> ``ppo.learning_rate``)."""
+    groups = group_types(cls)
+    out: dict[str, str] = {}
+    for name in field_types(cls):
+        if name in groups:
+            out.update({leaf: f"{name}.{path}" for leaf, path in leaf_paths(groups[name]).items()})
+        else:
+            out[name] = name
+    return out
+
+
+def nest_groups(cls: type, data: Any) -> Any:
+    """``data`` (settings as JSON holds them) with every setting of a group given at the top
+    (the flat form of files written before the groups) moved into its group's object."""
+    if not isinstance(data, dict):
+        return data
+    paths = leaf_paths(cls)
+    out = dict(data)
+    for name in list(data):
+        path = paths.get(name, name)
+        if "." in path and name not in field_types(cls):
+            group, _, leaf = path.partition(".")
+            inner = out.get(group, {})
+            if isinstance(inner, dict):
+                out[group] = {**inner, leaf: out.pop(name)}
+    return out
+
+
+def data_paths(cls: type, data: Any) -> set[str]:
+    """The paths of the settings that ``data`` (the nested JSON form) names."""
+    if not isinstance(data, dict):
+        return set()
+    groups = group_types(cls)
+    out: set[str] = set()
+    for name, value in data.items():
+        if name in groups and isinstance(value, dict):
+            out |= {f"{name}.{p}" for p in data_paths(groups[name], value)}
+        else:
+            out.add(name)
+    return out
+
+
+def get_path(cfg: Any, path: str) -> Any:
+    """The value of the setting at ``path`` (``seed``, ``ppo.learning_rate``)."""
+    for part in path.split("."):
+        cfg = getattr(cfg, part)
+    return cfg
+
+
+def replace_paths(cfg: Any, values: dict[str, Any]) -> Any:
+    """``cfg`` with the settings at the paths of ``values`` replaced (``dataclasses.replace``,
+    group by group)."""
+    top: dict[str, Any] = {}
+    inner: dict[str, dict[str, Any]] = {}
+    for path, value in values.items():
+        head, dot, rest = path.partition(".")
+        if dot:
+            inner.setdefault(head, {})[rest] = value
+        else:
+            top[head] = value
+    for head, vals in inner.items():
+        top[head] = replace_paths(top.get(head, getattr(cfg, head)), vals)
+    return dataclasses.replace(cfg, **top)
+
+
+def flat_values(cfg: Any) -> dict[str, Any]:
+    """Every setting of ``cfg`` by its name (:func:`leaf_paths`), groups flattened."""
+    return {leaf: get_path(cfg, path) for leaf, path in leaf_paths(type(cfg)).items()}
+
+
+def build_settings(cls: type, data: dict[str, Any]) -> Any:
+    """An instance of ``cls`` from its checked JSON form (:func:`check_settings`): lists as
+    tuples where the annotation is a tuple, a group's object as the group, rules as a
+    :class:`~dragons_egg_env.config.RulesConfig`."""
+    from dragons_egg_env.config import RulesConfig
+
+    types_ = field_types(cls)
+    groups = group_types(cls)
+    kwargs: dict[str, Any] = {}
+    for k, v in data.items():
+        tp = types_[k]
+        if k in groups and isinstance(v, dict):
+            v = build_settings(groups[k], v)
+        elif typing.get_origin(tp) is tuple and isinstance(v, list):
+            v = tuple(v)
+        elif tp is RulesConfig and isinstance(v, dict):
+            v = read_rules(v, k)
+        kwargs[k] = v
+    return cls(**kwargs)
+
+
 def check_settings(cls: type, data: Any) -> None:
     """Check a mapping of settings for the dataclass ``cls`` before anything uses it: every
-    name a field, every value of the field's type (:func:`fits_type`, from the annotations). A
-    ``ValueError`` names the first problem in one line: the setting, its value and what it
-    may be (ranges are the dataclass's ``validate()``'s)."""
+    name a field, every value of the field's type (:func:`fits_type`, from the annotations),
+    a group's object (:class:`SettingsGroup`) checked alike. A ``ValueError`` names the first
+    problem in one line: the setting, its value and what it may be (ranges are checked when
+    the settings are made)."""
     if not isinstance(data, dict):
         raise ValueError(f"settings must be an object of name: value, got "
                          f"{type(data).__name__}")
     types_ = field_types(cls)
+    groups = group_types(cls)
     unknown = sorted(set(data) - set(types_))
     if unknown:
-        close = {n: difflib.get_close_matches(n, list(types_), 1) for n in unknown}
+        names = list(leaf_paths(cls))
+        close = {n: difflib.get_close_matches(n, names, 1) for n in unknown}
         hints = [f"{n} -> {c[0]}" for n, c in close.items() if c]
         raise ValueError(f"unknown setting(s) {', '.join(unknown)}" + (
             f" (did you mean: {', '.join(hints)}?)" if hints else "")
             + "; --help lists the settings")
     for name, value in data.items():
-        if not fits_type(types_[name], value):
+        if name in groups and isinstance(value, groups[name]):
+            value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        if name in groups and isinstance(value, dict):
+            check_settings(groups[name], value)
+        elif not fits_type(types_[name], value):
             raise ValueError(f"{name}: expected {describe_type(types_[name])}, got {value!r}")
 
 
@@ -162,7 +320,9 @@ def migrated(cls: type, data: Any) -> Any:
     ``migrate`` applied, where it has one (settings renamed or moved since a file was
     written); a ``ValueError`` where it cannot be."""
     migrate = getattr(cls, "migrate", None)
-    return migrate(data) if migrate is not None and isinstance(data, dict) else data
+    if migrate is not None and isinstance(data, dict):
+        data = migrate(data)
+    return nest_groups(cls, data)
 
 
 def check_fields(cfg: Any) -> None:
@@ -239,7 +399,7 @@ def flags_given(args: Iterable[str], cls: type) -> set[str]:
     ``name`` is set by ``--name``, ``--name=VALUE``, ``--no-name`` (a bool) and their forms
     with underscores, as tyro reads them (tyro takes no abbreviations, so the words are the
     whole story: a value the user spells out equal to the default still counts as given)."""
-    names = {f.name for f in dataclasses.fields(cls)}
+    names = leaf_paths(cls)
     given: set[str] = set()
     for word in args:
         if word == "--":
@@ -248,15 +408,15 @@ def flags_given(args: Iterable[str], cls: type) -> set[str]:
             continue
         name = word[2:].split("=", 1)[0].replace("-", "_")
         if name in names:
-            given.add(name)
+            given.add(names[name])
         elif name.startswith("no_") and name[3:] in names:
-            given.add(name[3:])
+            given.add(names[name[3:]])
     return given
 
 
-def module_prog(cls: type) -> str | None:
-    """``python -m MODULE`` for the module that defines ``cls`` (also when it runs as
-    ``__main__`` under ``python -m``), or ``None`` when that is not known."""
+def module_prog(cls: type | Callable[..., object]) -> str | None:
+    """``python -m MODULE`` for the module that defines ``cls`` (a class or a function; also
+    when it runs as ``__main__`` under ``python -m``), or ``None`` when that is not known."""
     module: str | None = cls.__module__
     if module == "__main__":
         spec = getattr(sys.modules.get("__main__"), "__spec__", None)
@@ -396,7 +556,8 @@ def parse_config_cli(cls: type, argv: Sequence[str] | None,
                      prog: str | None = None, extra_help: str = "",
                      extra_metavar: str = "PATH",
                      switches: Sequence[tuple[str, str]] = (),
-                     options: Sequence[tuple[str, str, str]] = ()) -> ParsedSettings:
+                     options: Sequence[tuple[str, str, str]] = (),
+                     check: bool = True) -> ParsedSettings:
     """Read the command line of the settings dataclass ``cls``: ``--config FILE|NAME``
     (:func:`resolve_config`, read by :func:`read_settings` and made with ``build``) gives the
     defaults, every field is a flag (tyro, with no prefix), and the option ``extra`` (such as
@@ -404,8 +565,10 @@ def parse_config_cli(cls: type, argv: Sequence[str] | None,
     on/off options of ``switches`` (``(name, help)``, such as ``--overwrite``) given, and the
     values of the further ``options`` (``(name, help, metavar)``).
     ``--help`` shows ``prog`` (default :func:`module_prog`) and lists ``--config``, ``extra``
-    and the switches with the fields. Nothing is validated here (see :func:`validated`). A bad
-    ``--config`` is a one-line error and exit status 2."""
+    and the switches with the fields. The settings are checked as they are made
+    (:func:`check_all`, after the parse; not with ``check=False``, for a caller that changes
+    them further and checks them then); what they need around them is :func:`validated`'s. A
+    bad ``--config`` or setting is a one-line error and exit status 2."""
     import tyro
 
     args = sys.argv[1:] if argv is None else list(argv)
@@ -428,12 +591,20 @@ def parse_config_cli(cls: type, argv: Sequence[str] | None,
         except (ValueError, TypeError) as exc:
             fail(str(exc))
     command = _wrapper(cls, extra, extra_help, extra_metavar, switches, options)
-    out = tyro.cli(command, args=rest, default=command(default), prog=prog, registry=_registry(),
-                   description=description)
+    with checks_deferred():  # OmitArgPrefixes: a group's settings are flat flags (SettingsGroup)
+        out = tyro.cli(command, args=rest, default=command(default), prog=prog,
+                       registry=_registry(), description=description,
+                       config=(tyro.conf.OmitArgPrefixes,))
+    if check:
+        try:
+            check_all(out.settings)
+        except ValueError as exc:  # a setting out of range: one line, naming it
+            fail(str(exc))
     on = frozenset(n for n, _ in switches if getattr(known, n.lstrip("-").replace("-", "_")))
     values = {n: getattr(known, n.lstrip("-").replace("-", "_")) for n, _, _ in options}
     return ParsedSettings(out.settings, getattr(known, dest),
-                          frozenset(flags_given(rest, cls) | set(data)), known.config, on,
+                          frozenset(flags_given(rest, cls) | data_paths(cls, data)),
+                          known.config, on,
                           values)
 
 

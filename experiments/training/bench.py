@@ -43,6 +43,7 @@ from typing import Any
 
 from dragons_egg.experiments.common.args import int_range, positive_float
 from dragons_egg.experiments.common.runs import write_atomically
+from dragons_egg.experiments.common.settings import replace_paths
 from dragons_egg_env.extras import require_cli
 
 #: name -> (collectors, pipeline, torch_threads); with collectors the learner takes the cores
@@ -60,10 +61,10 @@ def _config(out: Path, name: str, epochs: int, collectors: int = 0, pipeline: bo
             threads: int = 1) -> Any:
     from dragons_egg.experiments.training.selfplay import SelfPlayConfig
 
-    return SelfPlayConfig(total_samples=10**12, eval_every=0, eval_opponents=(),
-                          checkpoint_every=0, torch_threads=threads, out_dir=str(out),
-                          run_name=name, progress=False, epochs=epochs, collectors=collectors,
-                          pipeline=pipeline)
+    return SelfPlayConfig.from_dict(dict(  # flat: the groups' settings by name
+        total_samples=10**12, eval_every=0, eval_opponents=(), checkpoint_every=0,
+        torch_threads=threads, out_dir=str(out), run_name=name, progress=False, epochs=epochs,
+        collectors=collectors, pipeline=pipeline))
 
 
 def _timed(run: Any, seconds: float, warmups: int = 1) -> tuple[int, float, list[Any]]:
@@ -134,7 +135,7 @@ def _rollout(out: Path, epochs: int) -> Path:
     cfg = _config(out, "parts", epochs)
     run = Run(cfg)
     ro, _ = run.collector.collect(run.acting.act, run._snapshot_fns(), run.acting.value)
-    adv = advantages(ro, cfg.rollout_steps, run.batch, cfg.gamma, cfg.gae_lambda)
+    adv = advantages(ro, cfg.collection.rollout_steps, run.batch, cfg.ppo.gamma, cfg.ppo.gae_lambda)
     path = out / "rollout.npz"
     np.savez(path, adv=adv, **dataclasses.asdict(ro))
     return path
@@ -193,7 +194,7 @@ def _ddp_worker(rank: int, world: int, port: int, path: str, epochs: int, repeat
     ro, adv = _load_rollout(Path(path))
     ro, adv = _shard(ro, adv, rank, world)
     cfg = _config(Path(path).parent, "ddp", epochs, threads=1)
-    cfg = dataclasses.replace(cfg, minibatch=cfg.minibatch // world)  # the same global batch
+    cfg = replace_paths(cfg, {"ppo.minibatch": cfg.ppo.minibatch // world})  # the same global batch
     learner = Learner(cfg)
     params = list(learner.model.parameters())
 
@@ -269,7 +270,7 @@ def bench_selfplay(seconds: float, threads: int, out: Path, epochs: int = 2
     run = Run(_config(out, "bench-selfplay", epochs, threads=threads))
     n, wall, stats = _timed(run, seconds)
     return {"samples": n, "seconds": wall, "samples_per_s": n / wall, "iterations": len(stats),
-            "batch": run.batch, "rollout_steps": run.cfg.rollout_steps, "epochs": epochs}
+            "batch": run.batch, "rollout_steps": run.cfg.collection.rollout_steps, "epochs": epochs}
 
 
 def bench_train_ppo(seconds: float, threads: int, out: Path) -> dict[str, Any]:

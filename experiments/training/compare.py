@@ -82,9 +82,10 @@ def train_selfplay(name: str, budget: Budget, out: Path) -> tuple[str, dict[str,
 
     # in this process: the comparison counts this process's CPU seconds, which Ray collectors'
     # would not be in
-    cfg = SelfPlayConfig(total_samples=10**12, eval_every=0, eval_opponents=(),
-                         checkpoint_every=0, out_dir=str(out), run_name=name, progress=False,
-                         collectors=0, **SELFPLAY_VARIANTS[name])
+    cfg = SelfPlayConfig.from_dict(dict(  # flat: the groups' settings by name
+        total_samples=10**12, eval_every=0, eval_opponents=(), checkpoint_every=0,
+        out_dir=str(out), run_name=name, progress=False, collectors=0,
+        **SELFPLAY_VARIANTS[name]))
     run = Run(cfg, overwrite=True)  # a scratch run: a rerun replaces it
     run.iteration()  # warm-up
     start = run.samples

@@ -20,10 +20,16 @@ finished policy's tribute to them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
+from dragons_egg.experiments.common.settings import (
+    SettingsGroup,
+    check_range,
+    require,
+)
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS
 from dragons_egg_env.cards import EGG, NUM_NUMBERS
@@ -38,6 +44,90 @@ _CARD = np.r_[np.arange(GIVE_BASE - ASK_BASE), np.arange(NUM_ACTIONS - GIVE_BASE
 #: :func:`dragons_egg.agents.heads.group_counts`).
 COLUMN_GROUP = np.where(_CARD < 4 * NUM_NUMBERS, _CARD // 4,
                         np.where(_CARD < EGG, NUM_NUMBERS, -1))
+
+
+@dataclass(frozen=True)
+class TributeCounterfactualSettings(SettingsGroup):
+    """The plug-in ``tribute_cf`` of the self-play trainer: the learner's tribute decisions
+    played out, choice by choice, and learned from on those values (docs/training.md,
+    "Tribute learned in the trainer"). Flat flags, as every group's (``--tribute-cf-coef``)."""
+
+    #: Share of the learner's tribute decisions (asks and give-backs with a choice) whose
+    #: every choice is played out to the end of the round on the same deal by the acting
+    #: policy, greedy (:func:`counterfactual_values`), and learned from with the all-action
+    #: surrogate on those values (0: none, the plug-in is off).
+    tribute_counterfactual: float = 0.0
+    #: Loss weight of the counterfactual tribute surrogate.
+    tribute_cf_coef: float = 1.0
+    #: How the counterfactual values move the policy: ``surrogate``, the all-action clipped
+    #: PPO surrogate (an action's step scales with its probability), or ``logits``, each
+    #: legal action's logit moved by its advantage (NeuRD, Hennes et al. 2020: no
+    #: probability factor, so a choice the policy almost never makes still moves),
+    #: within ``tribute_cf_threshold`` of the decision's mean logit.
+    #: ``regression``: each legal action's logit, centred on the decision's legal mean,
+    #: fitted to ``tribute_cf_scale`` times its value centred alike (a tribute decision is a
+    #: bandit whose every arm was played out: regressing every arm averages the hidden cards'
+    #: noise over the decisions that share an observation's features, and the policy's best
+    #: choice becomes the one of the best expected value).
+    tribute_cf_update: Literal["surrogate", "logits", "regression"] = "surrogate"
+    #: With ``tribute_cf_update = "logits"``: a logit more than this above (below) its
+    #: decision's mean is pushed no further up (down), so the logits stay bounded.
+    tribute_cf_threshold: float = 2.0
+    #: With ``tribute_cf_update = "regression"``: logits per unit of round reward (20: a
+    #: choice worth 0.1 more than another is fitted 2 logits above it).
+    tribute_cf_scale: float = 20.0
+    #: With ``tribute_cf_update = "regression"``: every update fits the last this many
+    #: counterfactual tribute decisions (a replay, kept in the checkpoint), not only its
+    #: rollout's (0). Each is fitted once an epoch, beside the rollout's decisions.
+    tribute_cf_replay: int = 0
+
+    def check(self) -> None:
+        super().check()
+        check_range(0 <= self.tribute_counterfactual <= 1, "tribute_counterfactual",
+                    self.tribute_counterfactual, "in [0, 1]")
+        check_range(self.tribute_cf_coef >= 0, "tribute_cf_coef", self.tribute_cf_coef,
+                    ">= 0")
+        check_range(self.tribute_cf_threshold > 0, "tribute_cf_threshold",
+                    self.tribute_cf_threshold, "> 0")
+        check_range(self.tribute_cf_scale > 0, "tribute_cf_scale", self.tribute_cf_scale,
+                    "> 0")
+        check_range(self.tribute_cf_replay >= 0, "tribute_cf_replay", self.tribute_cf_replay,
+                    ">= 0")
+        require(not self.tribute_cf_replay or self.tribute_cf_update == "regression",
+                f"tribute_cf_replay ({self.tribute_cf_replay}) needs tribute_cf_update = "
+                f"regression (not {self.tribute_cf_update}): the other updates weigh each "
+                "decision by the policy that played it, which a replayed one no longer is")
+        require(not self.tribute_cf_replay or self.tribute_counterfactual > 0,
+                f"tribute_cf_replay ({self.tribute_cf_replay}) keeps counterfactual tribute "
+                "decisions, which tribute_counterfactual 0 makes none of")
+
+    @property
+    def on(self) -> bool:
+        """Whether the plug-in plays any decision out."""
+        return self.tribute_counterfactual > 0
+
+
+@dataclass(frozen=True)
+class EggCounterfactualSettings(SettingsGroup):
+    """The plug-in ``egg_cf`` of the self-play trainer: the Egg holder's plays played out
+    (docs/training.md, "The Egg holder's plays played out"), learned from with the update of
+    :class:`TributeCounterfactualSettings` (``tribute_cf_update``, ``tribute_cf_coef``)."""
+
+    #: Share of the learner's play decisions with a choice made while holding the Egg (R19:
+    #: only a clear passes it on, R20) whose every legal play is played out to the end of the
+    #: round on the same deal by the acting policy, greedy, as the counterfactual tribute
+    #: decisions are (0: none, the plug-in is off).
+    egg_counterfactual: float = 0.0
+
+    def check(self) -> None:
+        super().check()
+        check_range(0 <= self.egg_counterfactual <= 1, "egg_counterfactual",
+                    self.egg_counterfactual, "in [0, 1]")
+
+    @property
+    def on(self) -> bool:
+        """Whether the plug-in plays any decision out."""
+        return self.egg_counterfactual > 0
 
 
 def tribute_rows(mask: np.ndarray) -> np.ndarray:

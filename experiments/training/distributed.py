@@ -111,7 +111,7 @@ class CollectorWorker:
         self.collector = Collector(cfg, collector_seed(cfg.seed, updates, index))
         self.policy = ActingPolicy(build_network(cfg), acting_seed(cfg.seed, updates, index))
         self.agent_fns = [league_agent(spec, cfg.seed * 1000 + k, cfg).act_batch
-                          for k, spec in enumerate(cfg.league_agents)]
+                          for k, spec in enumerate(cfg.league.league_agents)]
         self.snap_fns: list[Any] = []
         self.league_version = -1
         self.started = False

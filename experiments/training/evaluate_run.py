@@ -29,10 +29,9 @@ from typing import Any
 from dragons_egg.agents import AgentSpecError, parse_spec
 from dragons_egg.experiments.common.args import int_range
 from dragons_egg.experiments.common.runs import append_eval_csv, read_eval_csv, redraw_curve
-from dragons_egg.experiments.common.settings import read_rules
 from dragons_egg.experiments.evaluation.versus import evaluate_agent, format_estimate
 from dragons_egg.experiments.training.scaffold import tournament_flags
-from dragons_egg.experiments.training.settings import migrate_rules
+from dragons_egg.experiments.training.settings import SelfPlayConfig
 from dragons_egg_env.extras import require_cli
 
 
@@ -76,11 +75,14 @@ def evaluate_run(run_dir: Path, opponent: str, matches: int, workers: int, seed:
     cfg_path = run_dir / "config.json"
     if not cfg_path.is_file():
         raise ValueError(f"{run_dir} is not a self-play run folder (no config.json)")
-    run_cfg = migrate_rules(json.loads(cfg_path.read_text()))  # a run of before the rules too
-    rules = read_rules(run_cfg.get("rules", {}), f"{cfg_path}: rules")
+    try:  # a run's settings of before the rules and the groups read as today's
+        run_cfg = SelfPlayConfig.from_dict(json.loads(cfg_path.read_text()))
+    except ValueError as exc:
+        raise ValueError(f"{cfg_path}: {exc}") from None
+    rules = run_cfg.rules
     own = rules.num_players
     n = own if players is None else players
-    most = run_cfg.get("max_players", 8)
+    most = run_cfg.max_players
     if not 2 <= n <= most:
         raise ValueError(f"--players {n}: the run's policies play 2 to {most} players")
     seconds = {r["samples"]: r["seconds"] for r in read_eval_csv(run_dir / "eval.csv")}

@@ -40,7 +40,7 @@ class Learner:
         self.torch = torch
         self.cfg = cfg
         self.model = build_network(cfg)
-        self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.learning_rate, eps=1e-5)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.ppo.learning_rate, eps=1e-5)
         self.gen = torch.Generator().manual_seed(cfg.seed)
         #: Called after each minibatch's backward pass, before clipping and the step: a
         #: data-parallel learner averages the gradients across its workers here.
@@ -48,7 +48,8 @@ class Learner:
         #: Called before each minibatch: the pipelined trainer sets torch's threads here.
         self.before_minibatch: Any = None
         #: The counterfactual decisions every update fits (``tribute_cf_replay``), else None.
-        self.replay = TributeReplay(cfg.tribute_cf_replay) if cfg.tribute_cf_replay else None
+        keep = cfg.tribute_cf.tribute_cf_replay
+        self.replay = TributeReplay(keep) if keep else None
         #: The give-back table learned beside the network (``tribute_table``), else None.
         self.table = new_table(cfg)
         #: The search targets every minibatch fits (``search_targets``: obs, mask and
@@ -128,7 +129,7 @@ class Learner:
         cfg = self.cfg
         idx = np.flatnonzero(ro.learner)
         ret = adv + ro.value
-        weight = np.where(tribute_rows(ro.mask), cfg.tribute_weight, 1.0).astype(np.float32)
+        weight = np.where(tribute_rows(ro.mask), cfg.ppo.tribute_weight, 1.0).astype(np.float32)
         t = {k: torch.from_numpy(np.ascontiguousarray(v[idx])) for k, v in (
             ("obs", ro.obs), ("mask", ro.mask), ("act", ro.action), ("logp", ro.logp),
             ("adv", adv), ("ret", ret), ("w", weight), ("v", ro.value))}
@@ -153,8 +154,8 @@ class Learner:
         count = 0
         # equal minibatches of at most ``minibatch`` decisions: no tiny remainder whose
         # advantages could not be normalised (one decision has no standard deviation)
-        parts = -(-n // cfg.minibatch)
-        for _ in range(cfg.epochs):
+        parts = -(-n // cfg.ppo.minibatch)
+        for _ in range(cfg.ppo.epochs):
             perm = torch.randperm(n, generator=self.gen)
             # the counterfactual rows, spread over the same minibatches (drawn only when
             # there are some, so that a run without them draws as before)
@@ -165,7 +166,7 @@ class Learner:
                     self.before_minibatch()
                 sb = None
                 if search is not None:  # drawn only then: a run without them draws as before
-                    rows = torch.randint(len(search["obs"]), (cfg.search_batch,),
+                    rows = torch.randint(len(search["obs"]), (cfg.search.search_batch,),
                                          generator=self.gen)
                     sb = {k: search[k][rows] for k in ("obs", "mask", "target")}
                 s = self._minibatch({k: v[mb] for k, v in t.items()},
@@ -194,7 +195,8 @@ class Learner:
         adv = b["adv"]
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         w = b["w"]
-        pg = -torch.min(ratio * adv, ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range) * adv)
+        clip = cfg.ppo.clip_range
+        pg = -torch.min(ratio * adv, ratio.clamp(1 - clip, 1 + clip) * adv)
         policy_loss = (pg * w).sum() / w.sum()
         value_loss = (((v - b["ret"]) ** 2) * w).sum() / w.sum()
         # -sum p log p over the legal actions: exp of the legal log-probabilities only (an
@@ -203,13 +205,13 @@ class Learner:
         logp_legal = logp_all.masked_fill(~b["mask"], 0.0)
         ent = -(logp_legal.exp() * logp_legal).sum(-1)
         entropy = (ent * w).sum() / w.sum()
-        loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
+        loss = policy_loss + cfg.ppo.vf_coef * value_loss - cfg.ppo.ent_coef * entropy
         cf_loss = self._cf_loss(cf) if cf is not None else None
         if cf_loss is not None:
-            loss = loss + cfg.tribute_cf_coef * cf_loss
+            loss = loss + cfg.tribute_cf.tribute_cf_coef * cf_loss
         search_loss = self._search_loss(search) if search is not None else None
         if search_loss is not None:
-            loss = loss + cfg.search_coef * search_loss
+            loss = loss + cfg.search.search_coef * search_loss
         if not torch.isfinite(loss):
             raise FloatingPointError(
                 f"the PPO loss is not finite (policy {policy_loss.item()}, value "
@@ -219,11 +221,11 @@ class Learner:
         loss.backward()
         if self.after_backward is not None:
             self.after_backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.ppo.max_grad_norm)
         self.opt.step()
         with torch.no_grad():
             kl = ((ratio - 1) - (logp - b["logp"])).mean().item()
-            clip = ((ratio - 1).abs() > cfg.clip_range).float().mean().item()
+            clip = ((ratio - 1).abs() > cfg.ppo.clip_range).float().mean().item()
         out = {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(),
                "entropy": entropy.item(), "clip_frac": clip, "approx_kl": kl}
         if cf_loss is not None:
@@ -247,11 +249,11 @@ class Learner:
         objective with the ratio ``pi(a) / pi_b(a)`` and the advantage ``A(a)``
         (:func:`counterfactual_batch`), negated."""
         torch = self.torch
-        eps = self.cfg.clip_range
+        eps = self.cfg.ppo.clip_range
         logits, _ = self.model(cf["obs"], cf["mask"])
-        if self.cfg.tribute_cf_update == "logits":
+        if self.cfg.tribute_cf.tribute_cf_update == "logits":
             return self._cf_logits_loss(logits, cf)
-        if self.cfg.tribute_cf_update == "regression":
+        if self.cfg.tribute_cf.tribute_cf_update == "regression":
             return self._cf_regression_loss(logits, cf)
         logp = torch.log_softmax(logits, -1).masked_fill(~cf["mask"], 0.0)
         ratio = torch.exp(logp - cf["logp_b"])
@@ -276,7 +278,7 @@ class Learner:
         mask = cf["mask"]
         y = self._centred_logits(logits, mask)
         adv = cf["adv_u"]
-        beta = self.cfg.tribute_cf_threshold
+        beta = self.cfg.tribute_cf.tribute_cf_threshold
         with torch.no_grad():
             push = torch.where(((adv > 0) & (y < beta)) | ((adv < 0) & (y > -beta)), adv,
                                torch.zeros_like(adv))
@@ -289,7 +291,7 @@ class Learner:
         averaged over the rows, so that the gradient on a logit is its error in round reward,
         ``y_a / c - t_a`` (the same order as the logit update's pushes)."""
         mask = cf["mask"]
-        c = self.cfg.tribute_cf_scale
+        c = self.cfg.tribute_cf.tribute_cf_scale
         y = self._centred_logits(logits, mask)
         return self._kind_mean(((y - c * cf["target"]) ** 2).sum(-1), cf) / (2 * c)
 

@@ -48,7 +48,7 @@ def build_network(cfg: SelfPlayConfig):
             logits = self.pi(h).masked_fill(~mask, -1e9)
             return logits, self.v(h).squeeze(-1)
 
-    return ActorCritic(layout(cfg.max_players).size, tuple(cfg.hidden))
+    return ActorCritic(layout(cfg.max_players).size, tuple(cfg.ppo.hidden))
 
 
 def export_policy(model, cfg: SelfPlayConfig, path: Path, provenance: dict[str, Any],
@@ -63,7 +63,7 @@ def export_policy(model, cfg: SelfPlayConfig, path: Path, provenance: dict[str, 
     pi = (model.pi.weight.detach().numpy().T.copy(), model.pi.bias.detach().numpy().copy())
     v = (model.v.weight.detach().numpy().T.copy(), model.v.bias.detach().numpy().copy())
     meta = {"max_players": cfg.max_players, "obs_size": layout(cfg.max_players).size,
-            "num_actions": NUM_ACTIONS, "hidden": list(cfg.hidden), "activation": "tanh",
+            "num_actions": NUM_ACTIONS, "hidden": list(cfg.ppo.hidden), "activation": "tanh",
             "provenance": provenance, RULES_KEY: cfg.rule_flags()}
     policy = NetPolicy(layers, pi, v, meta)
     return (policy if table is None else table.policy(policy)).save(path)
@@ -71,10 +71,11 @@ def export_policy(model, cfg: SelfPlayConfig, path: Path, provenance: dict[str, 
 
 def new_table(cfg: SelfPlayConfig) -> GiveBackTable | None:
     """An empty give-back table with the run's settings (``tribute_table``), else None."""
-    if not cfg.tribute_table:
+    if not cfg.table.tribute_table:
         return None
-    return GiveBackTable(cfg.max_players, cfg.tribute_table_shrink, cfg.tribute_table_window,
-                         cfg.tribute_table_min)
+    t = cfg.table
+    return GiveBackTable(cfg.max_players, t.tribute_table_shrink, t.tribute_table_window,
+                         cfg.table.tribute_table_min)
 
 
 __all__ = ["torch_module", "build_network", "export_policy", "new_table"]

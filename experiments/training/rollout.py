@@ -121,13 +121,13 @@ class Collector:
         self.engines = []
         self.offsets = []
         off = 0
-        for k, n in enumerate(cfg.table_sizes):
-            eng = VectorEngine(cfg.envs_per_size, cfg.table_rules(n),
+        for k, n in enumerate(cfg.collection.table_sizes):
+            eng = VectorEngine(cfg.collection.envs_per_size, cfg.table_rules(n),
                                max_players=cfg.max_players, seed=seed * 1000 + k,
                                record=False)
             self.engines.append(eng)
             self.offsets.append(off)
-            off += cfg.envs_per_size
+            off += cfg.collection.envs_per_size
         self.num = off
         self.steps = [eng.reset() for eng in self.engines]
         self.rng = np.random.default_rng(seed)
@@ -140,7 +140,8 @@ class Collector:
         self.egg_col = layout(cfg.max_players)["hand"].start + EGG
         #: owner[e][b, s]: 0 for the learner, k > 0 for member k-1 of the league (the
         #: snapshots, then the league agents).
-        self.owner = [np.zeros((cfg.envs_per_size, n), np.int64) for n in cfg.table_sizes]
+        self.owner = [np.zeros((cfg.collection.envs_per_size, n), np.int64)
+                      for n in cfg.collection.table_sizes]
         self.matches_done = 0
 
     def start(self) -> None:
@@ -152,11 +153,11 @@ class Collector:
         """Seats of fresh matches: each a league member (one of ``league``, uniformly) with
         probability ``opponent_share``, but at least one learner seat per match."""
         own = self.owner[e]
-        if not league or not self.cfg.opponent_share or not len(rows):
+        if not league or not self.cfg.league.opponent_share or not len(rows):
             own[rows] = 0
             return
         n = own.shape[1]
-        pick = self.rng.random((len(rows), n)) < self.cfg.opponent_share
+        pick = self.rng.random((len(rows), n)) < self.cfg.league.opponent_share
         pick[np.arange(len(rows)), self.rng.integers(0, n, len(rows))] = False
         own[rows] = np.where(pick, self.rng.integers(1, league + 1, (len(rows), n)), 0)
 
@@ -165,14 +166,14 @@ class Collector:
         """Play ``rollout_steps`` steps of every match. ``act_fn(obs, mask) -> (action, logp,
         value)`` is the learner; ``snap_fns[k]`` the league's members; ``acting`` the policy
         whose greedy play values tribute choices (needed with ``tribute_counterfactual``)."""
-        share = self.cfg.tribute_counterfactual
-        egg_share = self.cfg.egg_counterfactual
+        share = self.cfg.tribute_cf.tribute_counterfactual
+        egg_share = self.cfg.egg_cf.egg_counterfactual
         for name, value in (("tribute_counterfactual", share), ("egg_counterfactual", egg_share)):
             if value and acting is None:
                 raise ValueError(f"{name} needs the acting policy (acting=...)")
         cf: list[list[tuple[Any, int]]] = [[] for _ in self.engines]
         egg: list[list[tuple[Any, int]]] = [[] for _ in self.engines]
-        T, B = self.cfg.rollout_steps, self.num
+        T, B = self.cfg.collection.rollout_steps, self.num
         size = layout(self.cfg.max_players).size
         N = T * B
         ro = Rollout(np.empty((N, size), np.float32), np.empty((N, NUM_ACTIONS), np.bool_),

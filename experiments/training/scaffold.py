@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,11 +23,16 @@ from typing import Any, ClassVar, NamedTuple, TypeVar
 from dragons_egg.experiments.common.runs import OVERWRITE_HELP
 from dragons_egg.experiments.common.settings import (
     SEED_RANGE,
+    build_settings,
+    check_all,
     check_fields,
     check_range,
     check_settings,
+    checks_deferred,
+    checks_on,
     fail,
     field_types,
+    group_types,
     migrated,
     parse_config_cli,
     read_rules,
@@ -39,7 +43,7 @@ from dragons_egg_env.config import RulesConfig
 S = TypeVar("S", bound="RunSettings")
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunSettings:
     """The settings every training run has (each a command-line flag of the same name)."""
 
@@ -76,10 +80,23 @@ class RunSettings:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        # a RulesConfig setting may be given as its JSON object of rule flags
+        # a RulesConfig setting may be given as its JSON object of rule flags, a group as its
+        # object of settings
+        groups = group_types(type(self))
         for name, tp in field_types(type(self)).items():
-            if tp is RulesConfig and isinstance(value := getattr(self, name), dict):
-                setattr(self, name, read_rules(value, name))
+            value = getattr(self, name)
+            if tp is RulesConfig and isinstance(value, dict):
+                object.__setattr__(self, name, read_rules(value, name))
+            elif name in groups and isinstance(value, dict):
+                check_settings(groups[name], value)
+                object.__setattr__(self, name, build_settings(groups[name], value))
+        if checks_on():
+            self.check()
+
+    def check(self) -> None:
+        """The checks made with the settings (``__post_init__``): :meth:`validate_run`; the
+        trainers add theirs. A ``ValueError`` names the first bad setting."""
+        self.validate_run()
 
     @property
     def name(self) -> str:
@@ -131,11 +148,8 @@ class RunSettings:
         wrong type (:func:`~dragons_egg.experiments.common.settings.check_settings`)."""
         data = migrated(cls, data)
         check_settings(cls, data)
-        types = field_types(cls)
-        data = {k: tuple(v) if typing.get_origin(types[k]) is tuple and isinstance(v, list)
-                else read_rules(v, k) if types[k] is RulesConfig and isinstance(v, dict)
-                else v for k, v in data.items()}
-        return cls(**data)
+        built: S = build_settings(cls, data)
+        return built
 
 
 #: The switch that lets ``--resume`` load a checkpoint that runs code when loaded.
@@ -229,26 +243,33 @@ def trainer_command(cls: type[RunSettings], argv: Sequence[str] | None, descript
     overrides: dict[str, Any] = {}
     if has_rules:
         overrides, words = _rule_overrides(words)
-    parsed = parse_config_cli(cls, words, cls.from_dict, "--resume", description, prog=prog,
-                              extra_help=resume_help, extra_metavar=resume_metavar,
-                              switches=[("--overwrite", OVERWRITE_HELP),
-                                        (TRUST_FLAG, trust_help)],
-                              options=[(n, h, "FLAG=VALUE" if not f else "N")
-                                       for n, f, h in RULE_OPTIONS] if has_rules else ())
-    cfg, trust = parsed.settings, TRUST_FLAG in parsed.switches
-    if parsed.extra is not None:
-        try:
-            cfg = resumed(parsed.extra, cfg, parsed.given, trust)
-        except ValueError as exc:
-            fail(str(exc))
-    if overrides:  # over the rules of --rules, --config or the checkpoint (else the defaults)
-        try:
-            rules = read_rules({**cfg.rules.to_dict(), **overrides}, "--rule")
-            if parsed.extra is not None:
-                check_rules_kept(cfg.rules, rules)
-        except ValueError as exc:
-            fail(f"--resume: {exc}" if parsed.extra is not None else str(exc))
-        cfg = dataclasses.replace(cfg, rules=rules)
+    with checks_deferred():  # checked once, whole, at the end: a one-line error
+        parsed = parse_config_cli(cls, words, cls.from_dict, "--resume", description,
+                                  prog=prog, extra_help=resume_help,
+                                  extra_metavar=resume_metavar,
+                                  switches=[("--overwrite", OVERWRITE_HELP),
+                                            (TRUST_FLAG, trust_help)],
+                                  options=[(n, h, "FLAG=VALUE" if not f else "N")
+                                           for n, f, h in RULE_OPTIONS] if has_rules else (),
+                                  check=False)
+        cfg, trust = parsed.settings, TRUST_FLAG in parsed.switches
+        if parsed.extra is not None:
+            try:
+                cfg = resumed(parsed.extra, cfg, parsed.given, trust)
+            except ValueError as exc:
+                fail(str(exc))
+        if overrides:  # over the rules of --rules, --config or the checkpoint (or defaults)
+            try:
+                rules = read_rules({**cfg.rules.to_dict(), **overrides}, "--rule")
+                if parsed.extra is not None:
+                    check_rules_kept(cfg.rules, rules)
+                cfg = dataclasses.replace(cfg, rules=rules)
+            except ValueError as exc:
+                fail(f"--resume: {exc}" if parsed.extra is not None else str(exc))
+    try:
+        check_all(cfg)
+    except ValueError as exc:
+        fail(str(exc))
     return TrainerCommand(validated(cfg), parsed.extra, trust, "--overwrite" in parsed.switches)
 
 

@@ -33,6 +33,7 @@ import json
 import math
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +47,45 @@ from dragons_egg.experiments.common.runs import (
     stops_on_sigterm,
     write_atomically,
 )
+from dragons_egg.experiments.common.settings import (
+    SettingsGroup,
+    check_range,
+    require,
+)
 from dragons_egg_env.extras import require_cli
 
 #: What a search-targets folder holds (an --out with any of them holds one).
 FOLDER_FILES = ("settings.json", "batch_*.npz", "summary.json")
+
+
+@dataclass(frozen=True)
+class SearchTargetSettings(SettingsGroup):
+    """The plug-in ``search`` of the self-play trainer: expert iteration on a search-targets
+    folder (docs/training.md, "Search targets")."""
+
+    #: A search-targets folder (``dragons-egg search-targets``): every minibatch also fits
+    #: the policy to ``ismcts-net``'s root visit distributions on ``search_batch`` of the
+    #: folder's decisions, drawn at random (cross-entropy, weight ``search_coef``): the
+    #: network pulled towards the moves its search finds. Empty: none, the plug-in is off.
+    search_targets: str = ""
+    #: Loss weight of the search targets' cross-entropy.
+    search_coef: float = 1.0
+    #: Search-target decisions fitted with each minibatch.
+    search_batch: int = 1024
+
+    def check(self) -> None:
+        super().check()
+        check_range(self.search_coef >= 0, "search_coef", self.search_coef, ">= 0")
+        check_range(self.search_batch >= 1, "search_batch", self.search_batch, ">= 1")
+
+    def check_folder(self) -> None:
+        """A ``ValueError`` unless ``search_targets`` is empty or a search-targets folder
+        (checked before a run starts, not when the settings are read: a finished run's
+        settings stay readable where the folder has gone)."""
+        require(not self.search_targets or
+                (Path(self.search_targets) / "settings.json").is_file(),
+                f"search_targets {self.search_targets!r} is not a search-targets folder (no "
+                "settings.json): make one with dragons-egg search-targets")
 #: The arrays of a batch file.
 BATCH_KEYS = ("obs", "mask", "target", "players", "played", "net_move", "meta")
 #: Seeds: batch ``k`` of a folder seeded ``s`` plays its matches from ``s * STRIDE + k``.

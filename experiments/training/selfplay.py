@@ -66,9 +66,7 @@ from dragons_egg.experiments.common.runs import (
     stops_on_sigterm,
     write_run_config,
 )
-from dragons_egg.experiments.common.settings import (
-    module_prog,
-)
+from dragons_egg.experiments.common.settings import migrated, module_prog
 from dragons_egg.experiments.training.checkpoint import (
     CHECKPOINT_FORMAT,
     CHECKPOINT_VERSION,
@@ -104,8 +102,9 @@ from dragons_egg.experiments.training.settings import (
 
 #: Settings a resumed run cannot change, with the reason: the checkpoint's weights, optimiser
 #: state and league snapshots are arrays of the network they shape.
-FROZEN_ON_RESUME = {"hidden": "the checkpoint's network has its layer sizes",
-                    "max_players": "the checkpoint's network reads observations of that size"}
+FROZEN_ON_RESUME = {"ppo.hidden": "the checkpoint's network has its layer sizes",
+                    "collection.max_players": "the checkpoint's network reads observations of "
+                                              "that size"}
 #: What a run writes in its folder (globs): one of them there means the folder holds a run,
 #: and ``--overwrite`` removes exactly these.
 RUN_FILES = ("config.json", "config_history.json", "checkpoints", "policies", "eval.csv",
@@ -131,10 +130,11 @@ def placement(cfg: SelfPlayConfig) -> dict[str, Any]:
     collector holds one)."""
     import os
 
-    n = resolve_collectors(cfg.collectors, cfg.address)
+    n = resolve_collectors(cfg.collection.collectors, cfg.collection.address)
     threads = max(cfg.torch_threads, os.cpu_count() or 1) if n else cfg.torch_threads
-    return {"collectors": n, "pipeline": bool(n) and cfg.pipeline, "learner_threads": threads,
-            "address": cfg.address if n else ""}
+    return {"collectors": n, "pipeline": bool(n) and cfg.collection.pipeline,
+            "learner_threads": threads,
+            "address": cfg.collection.address if n else ""}
 
 
 def describe_placement(p: dict[str, Any]) -> str:
@@ -160,7 +160,7 @@ def saved_config(state: dict[str, Any], path: str | Path) -> SelfPlayConfig:
     :func:`~.settings.migrate_rules`); a ``ValueError`` for a setting this version does not
     have."""
     try:
-        data = SelfPlayConfig.migrate(state["config"])
+        data = migrated(SelfPlayConfig, state["config"])  # rules, then the groups
     except ValueError as exc:
         raise ValueError(f"checkpoint {path}: {exc}") from None
     known = {f.name for f in dataclasses.fields(SelfPlayConfig)}
@@ -256,8 +256,8 @@ class Run:
         self.learner = Learner(cfg)
         #: What the search targets the updates fit hold (``search_targets``), else None.
         self.search_info: dict[str, Any] | None = None
-        if cfg.search_targets:
-            self.search_info = self.learner.load_search_targets(cfg.search_targets)
+        if cfg.search.search_targets:
+            self.search_info = self.learner.load_search_targets(cfg.search.search_targets)
             info = self.search_info
             total = info["decisions"] + info["held_out"]
             print(f"search targets: {total:,} decisions of ismcts-net "
@@ -290,7 +290,7 @@ class Run:
             self.output.restore(self.history, self.samples)
         write_run_config(self.dir, cfg, self.config_history)
         #: Matches in a rollout (every table size's).
-        self.batch = cfg.envs_per_size * len(cfg.table_sizes)
+        self.batch = cfg.collection.envs_per_size * len(cfg.collection.table_sizes)
         self._snap_policies: list[Any] = []
         self._agent_fns = self._league_agent_fns()
         #: The collectors on Ray (``collectors`` >= 1), else ``None``.
@@ -302,8 +302,8 @@ class Run:
             from dragons_egg.experiments.training.distributed import RayCollection
 
             self.remote = RayCollection(dataclasses.asdict(cfg), self.placement["collectors"],
-                                        self.updates, address=cfg.address,
-                                        pipeline=cfg.pipeline)
+                                        self.updates, address=cfg.collection.address,
+                                        pipeline=cfg.collection.pipeline)
             self.remote.set_weights(model_weights(self.learner.model))
             self.learner.before_minibatch = self._share_cores
         else:
@@ -329,7 +329,7 @@ class Run:
             "updates": self.updates, "seconds": self.seconds,
             "eval_seconds": self.eval_seconds, "history": self.history,
             "league": self.league, "marks": self.marks,
-            "config_history": self.config_history,
+            "config_history": self.config_history, "plugins": self.plugin_record(),
             "tribute_replay": self.learner.replay.state() if self.learner.replay else {},
             "tribute_table": self.learner.table.state() if self.learner.table is not None
             else {}})
@@ -342,11 +342,10 @@ class Run:
 
     def _load(self, path: Path, trust: bool = False) -> None:
         state = load_checkpoint(path, trust)
-        if tuple(state["config"]["hidden"]) != tuple(self.cfg.hidden) or \
-                state["config"]["max_players"] != self.cfg.max_players:
+        saved = saved_config(state, path)
+        if saved.ppo.hidden != self.cfg.ppo.hidden or saved.max_players != self.cfg.max_players:
             raise ValueError(f"checkpoint {path} has another network shape (hidden "
-                             f"{state['config']['hidden']}, max_players "
-                             f"{state['config']['max_players']})")
+                             f"{list(saved.ppo.hidden)}, max_players {saved.max_players})")
         self.learner.model.load_state_dict(state["model"])
         self.learner.opt.load_state_dict(state["optimizer"])
         self.learner.gen.set_state(state["generator"])
@@ -399,22 +398,27 @@ class Run:
 
     def _league_agent_fns(self) -> list[Any]:
         return [league_agent(spec, self.cfg.seed * 1000 + k, self.cfg).act_batch
-                for k, spec in enumerate(self.cfg.league_agents)]
+                for k, spec in enumerate(self.cfg.league.league_agents)]
 
     def _add_snapshot(self) -> None:
         path = self.dir / "policies" / f"snapshot_{self.samples}.npz"
         export_policy(self.learner.model, self.cfg, path, self._provenance(), self.learner.table)
         self.league.append(str(path))
-        self.league = self.league[-self.cfg.max_snapshots:]
+        self.league = self.league[-self.cfg.league.max_snapshots:]
         self._sync_league()
 
     def _provenance(self) -> dict[str, Any]:
         out = {"trainer": "dragons_egg.experiments.training.selfplay", "samples": self.samples,
                "updates": self.updates, "seconds": round(self.seconds, 1),
-               "config": dataclasses.asdict(self.cfg)}
+               "config": dataclasses.asdict(self.cfg), "plugins": self.plugin_record()}
         if self.search_info is not None:  # its gathering seconds are training time too
             out["search_targets"] = self.search_info
         return out
+
+    def plugin_record(self) -> dict[str, Any]:
+        """The plug-ins that are on, with their settings (:meth:`.settings.SelfPlayConfig.plugins`):
+        recorded in every checkpoint and in every policy file's provenance."""
+        return {name: dataclasses.asdict(group) for name, group in self.cfg.plugins().items()}
 
     # -- the loop ------------------------------------------------------------------------
     def sample_budget(self) -> dict[str, Any]:
@@ -424,11 +428,12 @@ class Run:
         With a league a rollout holds fewer learner decisions, a number drawn with its seats,
         and ``will_train`` and ``overshoot`` are ``None``."""
         cfg = self.cfg
-        per = cfg.rollout_steps * cfg.envs_per_size * len(cfg.table_sizes)
+        col = cfg.collection
+        per = col.rollout_steps * col.envs_per_size * len(col.table_sizes)
         left = max(cfg.total_samples - self.samples, 0)
         out: dict[str, Any] = {"asked": cfg.total_samples, "rollout_samples": per,
                                "will_train": None, "overshoot": None}
-        if not cfg.opponent_share:
+        if not cfg.league.opponent_share:
             will = self.samples + -(-left // per) * per
             out.update(will_train=will, overshoot=max(will - cfg.total_samples, 0))
         return out
@@ -514,8 +519,8 @@ class Run:
     def iteration(self) -> dict[str, float]:
         """One rollout and one update; returns their figures."""
         cfg = self.cfg
-        lr = cfg.learning_rate
-        if cfg.lr_schedule == "linear":
+        lr = cfg.ppo.learning_rate
+        if cfg.ppo.lr_schedule == "linear":
             lr *= max(1.0 - self.progress_fraction(), 0.02)
         for group in self.learner.opt.param_groups:
             group["lr"] = lr
@@ -527,8 +532,8 @@ class Run:
                                               self.acting.value, self.acting)
         t1 = time.perf_counter()
         with self.hold:  # a Ctrl-C waits for the update and its counts: the state stays whole
-            adv = advantages(ro, cfg.rollout_steps, self.batch, cfg.gamma,
-                             cfg.gae_lambda, cfg.tribute_lambda)
+            adv = advantages(ro, cfg.collection.rollout_steps, self.batch, cfg.ppo.gamma,
+                             cfg.ppo.gae_lambda, cfg.ppo.tribute_lambda)
             stats = self.learner.update(ro, adv)
             if self.remote is not None:
                 self.remote.set_weights(model_weights(self.learner.model))
@@ -554,7 +559,7 @@ class Run:
         the run resumes at the same samples (and one that was done is not done twice)."""
         cfg = self.cfg
         m = self.marks
-        if cfg.snapshot_every and self.samples - m["snapshot"] >= cfg.snapshot_every:
+        if cfg.league.snapshot_every and self.samples - m["snapshot"] >= cfg.league.snapshot_every:
             if not any(Path(p).name == f"snapshot_{self.samples}.npz" for p in self.league):
                 self._add_snapshot()
             m["snapshot"] = self.samples

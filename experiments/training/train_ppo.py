@@ -92,7 +92,7 @@ FROZEN_ON_RESUME = {name: "MaskablePPO keeps it in the checkpoint" for name in (
     "clip_range", "ent_coef")}
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainConfig(RunSettings):
     """Every setting of a training run (each is a ``--flag`` of the same name); those every
     trainer has are :class:`~.scaffold.RunSettings`'."""
@@ -160,6 +160,10 @@ class TrainConfig(RunSettings):
             isinstance(n, int) for n in sizes) else RulesConfig().num_players
         out["rules"] = {"num_players": most, **rules, "num_rounds": data["num_rounds"]}
         return out
+
+    def check(self) -> None:
+        """Checked when made (``__post_init__``): :meth:`validate`."""
+        self.validate()
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first bad setting: its type (the field's

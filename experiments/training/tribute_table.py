@@ -35,11 +35,13 @@ The table is in the checkpoint, so a resumed run goes on with the same sums and 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dragons_egg.agents.heads import GROUPS, group_counts, size_index, tribute_row
+from dragons_egg.experiments.common.settings import SettingsGroup, check_range
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS
 from dragons_egg_env.cards import NUM_NUMBERS
 from dragons_egg_env.config import TABLE_SIZES
@@ -53,6 +55,37 @@ KEYS = GROUPS * 5
 EXPORT_SCALE = 1000.0
 #: The card group of each give column (``GIVE_BASE`` on): -1 for the Egg.
 GIVE_GROUP = COLUMN_GROUP[GIVE_BASE - ASK_BASE:]
+
+
+@dataclass(frozen=True)
+class TributeTableSettings(SettingsGroup):
+    """The plug-in ``table`` of the self-play trainer: a give-back table learned beside the
+    network (:class:`GiveBackTable`; docs/training.md, "A give-back table in the trainer")."""
+
+    #: Learn the table: every counterfactual give-back decision adds each choice's value over
+    #: the heuristic's give-back to a key of table size, card group and count held; the
+    #: exported policy gives back by the table at each table size where, on decisions it had
+    #: not yet fitted, it beat the network's own give-back (95% interval above 0), and by the
+    #: network elsewhere. Needs the ``tribute_cf`` plug-in (``tribute_counterfactual`` > 0).
+    tribute_table: bool = False
+    #: A table key's score is its mean gain shrunk towards the rule's as if this many more
+    #: decisions had gained 0.
+    tribute_table_shrink: float = 50.0
+    #: Held-out give-back decisions per table size (the latest) that decide whether the table
+    #: plays there.
+    tribute_table_window: int = 20_000
+    #: The table plays at a table size only with at least this many held-out decisions there.
+    tribute_table_min: int = 1_000
+
+    def check(self) -> None:
+        super().check()
+        check_range(self.tribute_table_shrink >= 0, "tribute_table_shrink",
+                    self.tribute_table_shrink, ">= 0")
+        check_range(self.tribute_table_window >= 2, "tribute_table_window",
+                    self.tribute_table_window, ">= 2")
+        check_range(1 <= self.tribute_table_min <= self.tribute_table_window,
+                    "tribute_table_min", self.tribute_table_min,
+                    f"in 1..tribute_table_window ({self.tribute_table_window})")
 
 
 def give_rows(mask: np.ndarray) -> np.ndarray:

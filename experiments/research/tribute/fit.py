@@ -77,7 +77,7 @@ from dragons_egg.experiments.common.runs import (
     stops_on_sigterm,
     write_atomically,
 )
-from dragons_egg.experiments.common.settings import parse_config_cli, validated
+from dragons_egg.experiments.common.settings import module_prog, parse_config_cli, validated
 from dragons_egg_env.extras import require_cli
 
 from .data import (
@@ -229,7 +229,7 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None
     ``--help`` and errors name ``prog`` (default ``python -m`` this module)."""
     parsed = parse_config_cli(
         TributeFitConfig, argv, config_from_dict, "--data",
-        "Counterfactual tribute fit of a policy file.", prog=prog,
+        "Counterfactual tribute fit of a policy file.", prog=prog or module_prog(parse_args),
         extra_help="refit the states gathered before (data.npz of an earlier fit) instead of "
         "gathering", extra_metavar="DATA.npz",
         options=(("--resume", "continue the fit that stopped in DIR, with its saved settings "

@@ -228,7 +228,7 @@ def test_the_replay_keeps_the_last_decisions_and_survives_a_checkpoint(tmp_path)
     # the same rollout, updated on by both learners: the same step (the same weights,
     # optimiser, generator and replayed decisions); without the replay, another
     ro, _ = run.collector.collect(run.acting.act, [], run.acting.value, run.acting)
-    adv = rollout.advantages(ro, cfg.rollout_steps, run.batch, 1.0, 0.95)
+    adv = rollout.advantages(ro, cfg.collection.rollout_steps, run.batch, 1.0, 0.95)
     forgetful = Run(cfg, resume=str(path))
     forgetful.learner.replay.load({})
     for learner in (run.learner, resumed.learner, forgetful.learner):
@@ -262,7 +262,7 @@ def test_the_surrogate_moves_the_tribute_towards_the_better_choices(tmp_path, up
         ro, _ = run.collector.collect(run.acting.act, [], run.acting.value, run.acting)
         assert len(ro.cf_index) >= 5
         before = expected_q(run, ro)
-        adv = rollout.advantages(ro, run.cfg.rollout_steps, run.batch, 1.0, 0.95)
+        adv = rollout.advantages(ro, run.cfg.collection.rollout_steps, run.batch, 1.0, 0.95)
         stats = run.learner.update(ro, adv)
         assert "cf_loss" in stats and stats["cf_regret"] >= 0
         gains[coef] = expected_q(run, ro) - before
@@ -391,7 +391,7 @@ def test_the_update_moves_the_egg_holders_plays_towards_the_better_ones(tmp_path
         ro, _ = run.collector.collect(run.acting.act, [], run.acting.value, run.acting)
         assert len(ro.cf_index) >= 10 and ro.cf_egg.all()
         before = expected_q(run, ro)
-        adv = rollout.advantages(ro, run.cfg.rollout_steps, run.batch, 1.0, 0.95)
+        adv = rollout.advantages(ro, run.cfg.collection.rollout_steps, run.batch, 1.0, 0.95)
         stats = run.learner.update(ro, adv)
         assert stats["egg_regret"] >= 0 and "cf_regret" not in stats
         gains[coef] = expected_q(run, ro) - before

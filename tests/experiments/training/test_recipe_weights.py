@@ -1,7 +1,7 @@
 """The shipped recipe's short seeded runs give the weights pinned in data/recipe_weights.json.
 
 Issue 46 moves the research methods (tribute counterfactual, tribute table, egg
-counterfactual) into plug-ins; these runs pin the weights they trained before that change,
+counterfactual, search targets) into plug-ins; these runs pin the weights they trained before that change,
 bit for bit, so the move cannot change what the recipe learns. The digests depend on numpy's
 and torch's float arithmetic on this machine type (CI runs on the same kind).
 """
@@ -46,6 +46,26 @@ def test_recipe_run_gives_the_pinned_weights(name: str, tmp_path: Path) -> None:
     finally:
         torch.set_num_threads(threads)
     assert weights_digest(tmp_path / name / "final.npz") == run["digest"]
+
+
+def test_search_targets_run_gives_the_pinned_weights(tmp_path: Path) -> None:
+    """The search-targets plug-in: a folder gathered with fixed seeds, then the recipe's short
+    run fitting it."""
+    import torch
+
+    from dragons_egg.experiments.training import search_targets, selfplay
+
+    threads = torch.get_num_threads()
+    run = DATA["search"]
+    targets = tmp_path / "targets"
+    try:
+        assert search_targets.main([*run["gather"], "--out", str(targets)]) == 0
+        argv = [*DATA["common"], "--search-targets", str(targets), *run["args"],
+                "--out-dir", str(tmp_path), "--run-name", "D"]
+        assert selfplay.main(argv) == 0
+    finally:
+        torch.set_num_threads(threads)
+    assert weights_digest(tmp_path / "D" / "final.npz") == run["digest"]
 
 
 def test_digest_sees_one_weight_change(tmp_path: Path) -> None:

@@ -60,7 +60,7 @@ def test_each_seat_is_credited_its_own_match_score(tmp_path, monkeypatch):
     assert finals, "no match finished within the rollout"
     for b, score in finals.items():
         for seat in range(2):
-            first = next(t * B + b for t in range(cfg.rollout_steps)
+            first = next(t * B + b for t in range(cfg.collection.rollout_steps)
                          if ro.learner[t * B + b] and ro.seat[t * B + b] == seat)
             total, i = 0.0, first
             while True:
@@ -309,7 +309,7 @@ def test_a_checkpoint_ships_as_a_ppo_policy_with_provenance(tmp_path, capsys):
     meta = json.loads(dest.with_suffix(".json").read_text())
     assert meta["command"] == "train it" and meta["samples"] == run.samples
     assert meta["note"] == "resumed once"
-    assert meta["config"]["hidden"] == [16]
+    assert meta["config"]["ppo"]["hidden"] == [16]
     assert load_policy_file(dest).meta["provenance"]["updates"] == 1
     agent = make_agent(f"ppo:path={dest}", seed=0)
     assert agent.format == "net" and agent.policy_players == run.cfg.max_players
@@ -498,7 +498,7 @@ def test_league_agents_play_their_seats_and_are_not_trained_on(tmp_path):
     assert 0.2 < league.mean() < 0.8
     for i in np.flatnonzero(league):
         assert ro.action[i] == greedy_mask(mask_to_int(ro.mask[i]))
-    adv = advantages(ro, col.cfg.rollout_steps, col.num, 1.0, 0.95)
+    adv = advantages(ro, col.cfg.collection.rollout_steps, col.num, 1.0, 0.95)
     assert not adv[league].any()
     with pytest.raises(ValueError, match="not memoryless"):
         tiny(tmp_path, league_agents=("ismcts:iterations=5",)).validate()

@@ -145,7 +145,7 @@ def test_resume_needs_a_checkpoint_in_a_run_folder(tmp_path, capsys):
         assert exc.value.code == 2 and needle in capsys.readouterr().err
     # with a folder given, a loose checkpoint continues there (the change recorded)
     cfg = selfplay.parse_args(["--resume", str(loose / "x.pt"), "--run-name", "moved"]).cfg
-    assert cfg.run_dir == tmp_path / "moved" and cfg.hidden == (16,)
+    assert cfg.run_dir == tmp_path / "moved" and cfg.ppo.hidden == (16,)
     moved = Run(cfg, resume=str(loose / "x.pt"))
     history = json.loads((moved.dir / "config_history.json").read_text())
     assert history[-1]["changes"] == {"run_name": ["r", "moved"]}
@@ -154,8 +154,9 @@ def test_resume_needs_a_checkpoint_in_a_run_folder(tmp_path, capsys):
 def test_flags_given_are_read_from_the_words_not_the_values():
     words = ["--seed", "0", "--total_samples=5", "--no-progress", "--eval-opponents", "a", "b",
              "--tribute-lambda", "None"]
+    # a group's setting by its path (its flag is flat)
     assert flags_given(words, SelfPlayConfig) == {"seed", "total_samples", "progress",
-                                                  "eval_opponents", "tribute_lambda"}
+                                                  "eval_opponents", "ppo.tribute_lambda"}
     assert flags_given(["--", "--seed", "1"], SelfPlayConfig) == set()
 
 
@@ -167,7 +168,7 @@ def test_packaged_configs_by_name_from_any_directory(tmp_path, monkeypatch, caps
     cfg, resume = selfplay.parse_args(["--config", "selfplay-shipped", "--seed", "5"])[:2]
     assert resume is None
     assert cfg == selfplay.config_from_dict({**packaged, "seed": 5})
-    assert cfg.run_name == "ppo-shipped" and cfg.epochs == 4
+    assert cfg.run_name == "ppo-shipped" and cfg.ppo.epochs == 4
     tcfg = train_ppo.parse_args(["--config", "shipped"]).cfg
     assert (tcfg.total_timesteps, tcfg.n_envs) == (3_000_000, 4)
     # a wrong name lists the trainer's own packaged configs

@@ -163,7 +163,7 @@ def test_the_trainer_fits_the_table_keeps_it_in_its_checkpoint_and_ships_it(tmp_
     ro, _ = run.collector.collect(run.acting.act, [], run.acting.value, run.acting)
     gives = int(TT.give_rows(ro.mask[ro.cf_index]).sum())
     assert gives > 0
-    adv = rollout.advantages(ro, cfg.rollout_steps, run.batch, 1.0, 0.95)
+    adv = rollout.advantages(ro, cfg.collection.rollout_steps, run.batch, 1.0, 0.95)
     stats = run.learner.update(ro, adv)
     table = run.learner.table
     assert table.fitted == gives == int(sum(len(h) for h in table.held_out))
