@@ -212,7 +212,7 @@ def test_results_hold_no_code() -> None:
 RESULTS_TARGET = 25 * 2**20
 #: Where results/ stands while issue 46 is open (it was 173 MB): the size may only shrink; once
 #: results/ is within RESULTS_TARGET this ratchet goes and the target is the test.
-RESULTS_RATCHET = 55 * 2**20
+RESULTS_RATCHET = 51 * 2**20
 
 
 def _tracked_results() -> list[Path]:
