@@ -52,6 +52,7 @@ from dragons_egg.experiments.common.settings import (
     check_range,
     require,
 )
+from dragons_egg.experiments.training.callbacks import TrainerCallback
 from dragons_egg_env.extras import require_cli
 
 #: What a search-targets folder holds (an --out with any of them holds one).
@@ -78,6 +79,10 @@ class SearchTargetSettings(SettingsGroup):
         check_range(self.search_coef >= 0, "search_coef", self.search_coef, ">= 0")
         check_range(self.search_batch >= 1, "search_batch", self.search_batch, ">= 1")
 
+    def callback(self) -> SearchTargetsPlugin:
+        """The plug-in's hooks on the run (:class:`SearchTargetsPlugin`)."""
+        return SearchTargetsPlugin(self)
+
     def check_folder(self) -> None:
         """A ``ValueError`` unless ``search_targets`` is empty or a search-targets folder
         (checked before a run starts, not when the settings are read: a finished run's
@@ -90,6 +95,30 @@ class SearchTargetSettings(SettingsGroup):
 BATCH_KEYS = ("obs", "mask", "target", "players", "played", "net_move", "meta")
 #: Seeds: batch ``k`` of a folder seeded ``s`` plays its matches from ``s * STRIDE + k``.
 STRIDE = 1_000_003
+
+
+class SearchTargetsPlugin(TrainerCallback):
+    """The search targets on the self-play trainer's hooks: at the start of the run the
+    folder's decisions are loaded into the learner (which fits them with every minibatch) and
+    said in one line; each evaluation gains the policy's figures on the held-out decisions
+    (``search_ce``, ``search_agree``, ...: :meth:`~.learner.Learner.search_figures`)."""
+
+    def __init__(self, settings: SearchTargetSettings) -> None:
+        self.settings = settings
+
+    def on_run_start(self, run: Any) -> None:
+        info = run.learner.load_search_targets(self.settings.search_targets)
+        run.search_info = info  # recorded in the policies' provenance
+        total = info["decisions"] + info["held_out"]
+        print(f"search targets: {total:,} decisions of ismcts-net "
+              f"({info['iterations']} iterations a move; by table size "
+              f"{info['decisions_by_players']}) from {info['folder']}, gathered in "
+              f"{info['gathered_seconds']:,.1f} s; {info['decisions']:,} fitted, "
+              f"{info['held_out']:,} held out for the evaluations", file=sys.stderr,
+              flush=True)
+
+    def on_eval_end(self, run: Any, row: dict[str, Any]) -> None:
+        row.update(run.learner.search_figures())
 
 
 def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:

@@ -48,6 +48,7 @@ import dataclasses
 import json
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,7 @@ from dragons_egg.experiments.common.runs import (
     write_run_config,
 )
 from dragons_egg.experiments.common.settings import migrated, module_prog
+from dragons_egg.experiments.training.callbacks import CallbackList, TrainerCallback
 from dragons_egg.experiments.training.checkpoint import (
     CHECKPOINT_FORMAT,
     CHECKPOINT_VERSION,
@@ -242,7 +244,8 @@ class Run:
     PACE_EVERY = 60.0
 
     def __init__(self, cfg: SelfPlayConfig, resume: str | None = None,
-                 trust_checkpoint: bool = False, overwrite: bool = False) -> None:
+                 trust_checkpoint: bool = False, overwrite: bool = False,
+                 callbacks: Iterable[TrainerCallback] = ()) -> None:
         cfg.validate()
         self.cfg = cfg
         self.dir = cfg.run_dir
@@ -256,16 +259,10 @@ class Run:
         self.learner = Learner(cfg)
         #: What the search targets the updates fit hold (``search_targets``), else None.
         self.search_info: dict[str, Any] | None = None
-        if cfg.search.search_targets:
-            self.search_info = self.learner.load_search_targets(cfg.search.search_targets)
-            info = self.search_info
-            total = info["decisions"] + info["held_out"]
-            print(f"search targets: {total:,} decisions of ismcts-net "
-                  f"({info['iterations']} iterations a move; by table size "
-                  f"{info['decisions_by_players']}) from {info['folder']}, gathered in "
-                  f"{info['gathered_seconds']:,.1f} s; {info['decisions']:,} fitted, "
-                  f"{info['held_out']:,} held out for the evaluations", file=sys.stderr,
-                  flush=True)
+        #: The hooks on the run (:mod:`.callbacks`): the plug-ins' that act around the loop,
+        #: then those given; ``on_run_start`` is called here, once the learner is built.
+        self.callbacks = CallbackList([*cfg.plugin_callbacks(), *callbacks])
+        self.callbacks.on_run_start(self)
         #: The learner's policy as the in-process collector plays it (its own generator).
         self.acting = ActingPolicy(self.learner.model, acting_seed(cfg.seed, 0, 0))
         self.samples = 0
@@ -338,6 +335,7 @@ class Run:
         # quote that name: ``latest.pt.tmp`` keeps it ``latest.pt``
         with atomic_path(path, tmp_name=f"{path.name}.tmp") as tmp:
             torch.save(state, tmp)
+        self.callbacks.on_checkpoint(self, path)
         return path
 
     def _load(self, path: Path, trust: bool = False) -> None:
@@ -479,7 +477,9 @@ class Run:
             if bar is not None:
                 bar.close()
                 bar = None
-            return self.finish()
+            final = self.finish()
+            self.callbacks.on_run_end(self, final)
+            return final
         except KeyboardInterrupt:
             if bar is not None:
                 bar.close()
@@ -531,6 +531,7 @@ class Run:
             ro, info = self.collector.collect(self.acting.act, self._snapshot_fns(),
                                               self.acting.value, self.acting)
         t1 = time.perf_counter()
+        self.callbacks.on_rollout_end(self, info)
         with self.hold:  # a Ctrl-C waits for the update and its counts: the state stays whole
             adv = advantages(ro, cfg.collection.rollout_steps, self.batch, cfg.ppo.gamma,
                              cfg.ppo.gae_lambda, cfg.ppo.tribute_lambda)
@@ -549,6 +550,7 @@ class Run:
         if self.remote is not None:  # collect_s: how long the learner waited for the rollout
             stats.update(lag=info["lag"], collector_s=info["collect_s"],
                          dropped=self.remote.dropped)
+        self.callbacks.on_update_end(self, stats)
         self.output.scalars("train", stats, self.samples)
         return stats
 
@@ -597,7 +599,7 @@ class Run:
                                 seed=cfg.seed + 7919 * len(self.history),
                                 num_rounds=cfg.num_rounds,
                                 rules=tournament_flags(cfg.rules)))
-        row.update(self.learner.search_figures())
+        self.callbacks.on_eval_end(self, row)  # the search targets' figures, among others
         self.eval_seconds += time.perf_counter() - t0
         self.history.append(row)
         self.output.add_eval(row)

@@ -32,6 +32,7 @@ from dragons_egg.experiments.common.settings import (
     check_range,
     require,
 )
+from dragons_egg.experiments.training.callbacks import TrainerCallback
 from dragons_egg.experiments.training.counterfactual import (
     EggCounterfactualSettings,
     TributeCounterfactualSettings,
@@ -264,6 +265,12 @@ class SelfPlayConfig(RunSettings):
         if self.search.search_targets:
             out["search"] = self.search
         return out
+
+    def plugin_callbacks(self) -> list[TrainerCallback]:
+        """The hooks of the plug-ins that are on and act around the loop
+        (:mod:`.callbacks`): the search targets' (the others act inside the collection and
+        the update, on their settings)."""
+        return [self.search.callback()] if self.search.search_targets else []
 
     @classmethod
     def migrate(cls, data: dict[str, Any]) -> dict[str, Any]:

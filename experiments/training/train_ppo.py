@@ -49,7 +49,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -74,6 +74,7 @@ from dragons_egg.experiments.common.settings import (
     require,
 )
 from dragons_egg.experiments.evaluation.versus import format_estimate
+from dragons_egg.experiments.training.callbacks import CallbackList, TrainerCallback
 from dragons_egg.experiments.training.scaffold import (
     RunSettings,
     TrainerCommand,
@@ -398,6 +399,10 @@ class SelfPlayCallback:
         #: logger (its TensorBoard files and ``progress.csv``).
         self.output = RunOutput(self.run_dir, "timesteps",
                                 scalar=lambda tag, value, step: model.logger.record(tag, value))
+        #: The hooks on the run (:mod:`.callbacks`; :func:`train`'s ``callbacks``).
+        self.callbacks = CallbackList()
+        #: Whether a rollout ended whose update has not been reported yet.
+        self.updating = False
 
     @classmethod
     def create(cls, cfg: TrainConfig, model: Any, snapshots: list[str],
@@ -409,17 +414,26 @@ class SelfPlayCallback:
         return True
 
     def _on_rollout_end(self) -> None:
+        self.callbacks.on_rollout_end(self, {"timesteps": self.model.num_timesteps})
+        self.updating = True
         self.hold.start()  # SB3 updates the weights next
+
+    def _update_done(self) -> None:
+        if self.updating:
+            self.updating = False
+            self.callbacks.on_update_end(self, {"timesteps": self.model.num_timesteps})
 
     def _on_rollout_start(self) -> None:
         # between two updates: the weights have learned from every step counted so far
         self.boundary = self.model.num_timesteps
         self.hold.stop()  # a Ctrl-C held during the update is raised here
+        self._update_done()
         self.periodic()
 
     def _on_training_end(self) -> None:
         self.boundary = self.model.num_timesteps
         self.hold.stop()
+        self._update_done()
 
     def periodic(self) -> None:
         """The snapshot, evaluation and checkpoint due by now, each after the update that
@@ -473,6 +487,7 @@ class SelfPlayCallback:
             {"num_timesteps": t, "snapshots": self.snapshots, "history": self.history,
              "config": dataclasses.asdict(self.cfg), "config_history": self.config_history,
              "budget": budget}), indent=1))
+        self.callbacks.on_checkpoint(self, path)
         return path
 
     def run_eval(self) -> None:
@@ -483,6 +498,7 @@ class SelfPlayCallback:
         model.save(str(path))
         res = {"timesteps": model.num_timesteps, "seconds": round(time.time() - self.start, 1),
                **evaluate(path, self.cfg, seed=self.cfg.seed + 7919)}
+        self.callbacks.on_eval_end(self, res)
         self.history.append(res)
         self.output.add_eval(res)
         model.logger.dump(model.num_timesteps)
@@ -602,9 +618,11 @@ def make_model(cfg: TrainConfig, venv: Any, resume: str | None, trust: bool = Fa
 
 
 def train(cfg: TrainConfig, resume: str | None = None, trust: bool = False,
-          overwrite: bool = False) -> Path:
+          overwrite: bool = False, callbacks: Iterable[TrainerCallback] = ()) -> Path:
     """Run (or resume) training; returns the path of the final checkpoint. ``trust``
-    (``--trust-checkpoint``) lets ``resume`` be loaded (:func:`check_resume`).
+    (``--trust-checkpoint``) lets ``resume`` be loaded (:func:`check_resume`). ``callbacks``
+    are hooks on the run (:mod:`.callbacks`), called with the run's SB3 callback
+    (:class:`SelfPlayCallback`: ``cfg``, ``model``, ``run_dir``, ``history``).
 
     A run folder holds one run: a folder with another run's files (:data:`RUN_FILES`) is a
     ``ValueError`` naming ``--resume`` and ``--run-name``, unless ``overwrite`` removes them
@@ -631,6 +649,7 @@ def train(cfg: TrainConfig, resume: str | None = None, trust: bool = False,
     model = make_model(cfg, venv, resume, trust)
     model.set_logger(configure(str(run), ["csv", "tensorboard"]))
     tasks = SelfPlayCallback.create(cfg, model, snapshots, history)
+    tasks.callbacks = CallbackList(callbacks)
     if resume:
         config_history.append(resume_entry(
             model.num_timesteps, resume, config_changes(saved_config(meta, resume), cfg),
@@ -640,6 +659,7 @@ def train(cfg: TrainConfig, resume: str | None = None, trust: bool = False,
     tasks.config_history = config_history
     tasks.budget = announce_budget(cfg, model.num_timesteps)
     remaining = cfg.total_timesteps - model.num_timesteps
+    tasks.callbacks.on_run_start(tasks)
     try:
         if remaining > 0:
             model.learn(remaining, callback=tasks, reset_num_timesteps=not resume,
@@ -653,6 +673,7 @@ def train(cfg: TrainConfig, resume: str | None = None, trust: bool = False,
         tasks.hold.release()
         venv.close()
     tasks.output.redraw()
+    tasks.callbacks.on_run_end(tasks, final)
     print(f"final checkpoint: {final}", file=sys.stderr)
     return final
 
