@@ -33,7 +33,7 @@ demo: $(LINKS)
 test: $(LINKS)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/mypy -p dragons_egg_env -p dragons_egg.agents
+	$(VENV)/bin/mypy -p dragons_egg_env -p dragons_egg.agents -p dragons_egg.experiments
 	$(VENV)/bin/pytest -n 2 --dist loadfile --max-worker-restart=0 -q
 	$(MAKE) docs
 
@@ -41,9 +41,9 @@ lint: $(LINKS)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 
-# mypy --strict on the env and agents packages ([tool.mypy] in pyproject.toml).
+# mypy --strict on the env, agents and experiments packages ([tool.mypy] in pyproject.toml).
 typecheck: $(LINKS)
-	$(VENV)/bin/mypy -p dragons_egg_env -p dragons_egg.agents
+	$(VENV)/bin/mypy -p dragons_egg_env -p dragons_egg.agents -p dragons_egg.experiments
 
 bench: $(LINKS)
 	$(PY) -m pip install --quiet -e '.[test,bench]' --config-settings editable_mode=strict

@@ -18,7 +18,10 @@ import typing
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
+
+if TYPE_CHECKING:
+    from dataclasses import Field
 
 # ---------------------------------------------------------------------------------------
 # Settings files: a path, or the name of a config packaged with dragons_egg.experiments.
@@ -72,7 +75,18 @@ def _config_label(source: Any) -> str:
 # ---------------------------------------------------------------------------------------
 # Settings checked by type: the annotations of the settings dataclass are the schema.
 
-@functools.cache
+_K = TypeVar("_K")
+_T = TypeVar("_T")
+
+
+def class_cache(fn: Callable[[_K], _T]) -> Callable[[_K], _T]:
+    """``functools.cache`` for a function of one class, typed as the function: typeshed's
+    cache takes ``Hashable`` arguments, which mypy does not count a class (``type[X]``) as,
+    though every class is hashable."""
+    return cast(Callable[[_K], _T], functools.cache(fn))
+
+
+@class_cache
 def field_types(cls: type) -> dict[str, Any]:
     """The type of each field of the settings dataclass ``cls``, from its annotations (strings
     under ``from __future__ import annotations``, resolved in the class's module)."""
@@ -176,6 +190,10 @@ class SettingsGroup:
     it. Settings files of the flat form read as the nested one (:func:`nest_groups`). A group
     is checked when it is made (:meth:`check`, from ``__post_init__``)."""
 
+    if TYPE_CHECKING:
+        # every group is a dataclass (a subclass decorated with ``@dataclass``)
+        __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
     def __post_init__(self) -> None:
         if checks_on():
             self.check()
@@ -186,14 +204,14 @@ class SettingsGroup:
         check_fields(self)
 
 
-def group_types(cls: type) -> dict[str, type]:
+def group_types(cls: type) -> dict[str, type[SettingsGroup]]:
     """The fields of the settings dataclass ``cls`` that hold a :class:`SettingsGroup`, with
     its type."""
     return {name: tp for name, tp in field_types(cls).items()
             if isinstance(tp, type) and issubclass(tp, SettingsGroup)}
 
 
-@functools.cache
+@class_cache
 def leaf_paths(cls: type) -> dict[str, str]:
     """Each setting's name (a field of ``cls``, or of one of its groups) and its path: the
     name itself, or ``group.name`` (``learning_rate`` -> ``ppo.learning_rate``)."""

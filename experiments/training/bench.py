@@ -134,6 +134,7 @@ def _rollout(out: Path, epochs: int) -> Path:
 
     cfg = _config(out, "parts", epochs)
     run = Run(cfg)
+    assert run.collector is not None  # collectors = 0: the run's own collector
     ro, _ = run.collector.collect(run.acting.act, run._snapshot_fns(), run.acting.value)
     adv = advantages(ro, cfg.collection.rollout_steps, run.batch, cfg.ppo.gamma, cfg.ppo.gae_lambda)
     path = out / "rollout.npz"

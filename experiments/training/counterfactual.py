@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from dragons_egg.experiments.common.settings import (
     SettingsGroup,
@@ -130,9 +131,10 @@ class EggCounterfactualSettings(SettingsGroup):
         return self.egg_counterfactual > 0
 
 
-def tribute_rows(mask: np.ndarray) -> np.ndarray:
+def tribute_rows(mask: np.ndarray) -> npt.NDArray[np.bool_]:
     """Which decisions are tribute decisions (an ask or a give-back is legal, R31..R33)."""
-    return mask[:, ASK_BASE:].any(axis=1)
+    # a 2-d mask: any(axis=1) is an array (numpy's stubs allow a scalar)
+    return cast("npt.NDArray[np.bool_]", mask[:, ASK_BASE:].any(axis=1))
 
 
 def action_classes(legal: np.ndarray) -> np.ndarray:

@@ -145,8 +145,9 @@ class CollectorWorker:
             self.collector.start()
             self.started = True
         self.policy.load(weights)
-        ro, info = self.collector.collect(self.policy.act, self.snap_fns + self.agent_fns,
-                                          self.policy.value, self.policy)
+        ro, figures = self.collector.collect(self.policy.act, self.snap_fns + self.agent_fns,
+                                             self.policy.value, self.policy)
+        info: dict[str, Any] = figures  # the collector's figures, then where it ran
         info.update(collect_s=time.perf_counter() - t0, collector=self.index, pid=os.getpid(),
                     node=_node_id() if self.in_ray else "")
         return ro, info
@@ -180,9 +181,10 @@ class RayCollection:
             with sigterm_kept():  # ray.init's own handler would exit without a checkpoint
                 ray.init(**ray_init_kwargs(address or None, None if address else cpus))
         worker = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=0)(CollectorWorker)
-        self.actors = [worker.options(scheduling_strategy="SPREAD").remote(config, k, updates,
-                                                                           True)
-                       for k in range(n)]
+        # Any: Ray types an actor's methods as the plain functions, without their .remote
+        self.actors: list[Any] = [
+            worker.options(scheduling_strategy="SPREAD").remote(config, k, updates, True)
+            for k in range(n)]
         self.pipeline = pipeline
         self.inflight: collections.deque[tuple[int, Any, int]] = collections.deque()
         self.turn = 0

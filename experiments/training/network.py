@@ -6,6 +6,7 @@ built, not when the module is.
 
 from __future__ import annotations
 
+import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,20 +15,22 @@ from dragons_egg_env.actions import NUM_ACTIONS
 from dragons_egg_env.observation import layout
 
 if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
     from dragons_egg.experiments.training.settings import SelfPlayConfig
 
 
-def torch_module():
+def torch_module() -> types.ModuleType:
     """Torch, imported when first needed (the trainer's modules import without it)."""
     import torch
 
     return torch
 
 
-def build_network(cfg: SelfPlayConfig):
+def build_network(cfg: SelfPlayConfig) -> nn.Module:
     """The masked actor-critic MLP: a tanh trunk, an action head and a value head."""
-    torch = torch_module()
-    nn = torch.nn
+    from torch import nn
 
     class ActorCritic(nn.Module):
         def __init__(self, obs_size: int, hidden: tuple[int, ...]) -> None:
@@ -43,7 +46,8 @@ def build_network(cfg: SelfPlayConfig):
             nn.init.orthogonal_(self.pi.weight, 0.01)
             nn.init.zeros_(self.pi.bias)
 
-        def forward(self, obs, mask):
+        def forward(self, obs: torch.Tensor, mask: torch.Tensor
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
             h = self.trunk(obs)
             logits = self.pi(h).masked_fill(~mask, -1e9)
             return logits, self.v(h).squeeze(-1)
@@ -51,8 +55,8 @@ def build_network(cfg: SelfPlayConfig):
     return ActorCritic(layout(cfg.max_players).size, tuple(cfg.ppo.hidden))
 
 
-def export_policy(model, cfg: SelfPlayConfig, path: Path, provenance: dict[str, Any],
-                  table: GiveBackTable | None = None):
+def export_policy(model: Any, cfg: SelfPlayConfig, path: Path, provenance: dict[str, Any],
+                  table: GiveBackTable | None = None) -> Path:
     """Write the network as an ``dragons_egg.agents.netpolicy`` file (numpy arrays); with the
     run's give-back ``table`` (``tribute_table``), its give-back at the sizes where the table
     plays (:meth:`~.tribute_table.GiveBackTable.policy`)."""

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import random
 import zlib
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
-from pettingzoo.utils import BaseWrapper
+from pettingzoo.utils.wrappers import BaseWrapper
 
 from dragons_egg_env.actions import NUM_ACTIONS
 from dragons_egg_env.config import RulesConfig
@@ -52,22 +53,22 @@ BASELINES = ("random", "heuristic")
 _NEG = -1e9  # logit of an illegal action
 
 
-class _RLlibKeys(BaseWrapper):
+class _RLlibKeys(BaseWrapper[str, Any, Any]):
     """Renames the observation keys to the ones RLlib's masking modules read."""
 
     def __init__(self, wrapped: raw_env) -> None:
         super().__init__(wrapped)
-        inner = wrapped.observation_space(wrapped.possible_agents[0])
+        inner = cast(gym.spaces.Dict, wrapped.observation_space(wrapped.possible_agents[0]))
         self._space = gym.spaces.Dict({
             "observations": inner["observation"],
             "action_mask": gym.spaces.Box(0.0, 1.0, (NUM_ACTIONS,), np.float32),
         })
 
-    def observation_space(self, agent: str) -> gym.Space:
+    def observation_space(self, agent: str) -> gym.Space[Any]:
         return self._space
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
-        obs = self.env.observe(agent)
+        obs = cast(dict[str, np.ndarray], self.env.observe(agent))  # the env's, never None
         return {"observations": obs["observation"],
                 "action_mask": obs["action_mask"].astype(np.float32)}
 
@@ -79,15 +80,16 @@ class DragonsEggMultiAgentEnv(PettingZooEnv):
     action ends the match with -1 for its maker, as RLlib's env checker, which steps unmasked
     random actions, needs) or ``"raise"`` (``raw_env()``: an error, for tests)."""
 
-    def __init__(self, config: dict | None = None) -> None:
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
         cfg = dict(config or {})
         mode = cfg.pop("illegal_action", "terminate")
         if mode not in ("terminate", "raise"):
             raise ValueError(f"illegal_action must be 'terminate' or 'raise', got {mode!r}")
-        super().__init__(_RLlibKeys(env(**cfg) if mode == "terminate" else raw_env(**cfg)))
+        super().__init__(  # type: ignore[no-untyped-call]  # RLlib's PettingZooEnv has no hints
+            _RLlibKeys(env(**cfg) if mode == "terminate" else raw_env(**cfg)))
 
 
-def _mask_logits(out: dict, mask: Any) -> dict:
+def _mask_logits(out: dict[str, Any], mask: Any) -> dict[str, Any]:
     logits = out[Columns.ACTION_DIST_INPUTS]
     out[Columns.ACTION_DIST_INPUTS] = logits.masked_fill(mask <= 0, _NEG)
     return out
@@ -97,39 +99,40 @@ class MaskedPPOTorchRLModule(DefaultPPOTorchRLModule):
     """PPO's default torch module over ``obs["observations"]``, with ``obs["action_mask"]``
     applied to the action logits (illegal actions get a logit of -1e9)."""
 
-    def __init__(self, *args: Any, observation_space: gym.Space | None = None,
+    def __init__(self, *args: Any, observation_space: gym.Space[Any] | None = None,
                  **kwargs: Any) -> None:
         if not isinstance(observation_space, gym.spaces.Dict) or \
                 set(observation_space.spaces) != {"observations", "action_mask"}:
             raise ValueError("MaskedPPOTorchRLModule needs a Dict observation space with "
                              f"'observations' and 'action_mask'; got {observation_space}")
         self._dict_space = observation_space
-        super().__init__(*args, observation_space=observation_space["observations"], **kwargs)
+        super().__init__(  # type: ignore[no-untyped-call]  # RLlib's RLModule has no hints here
+            *args, observation_space=observation_space["observations"], **kwargs)
 
     def setup(self) -> None:
-        super().setup()
+        super().setup()  # type: ignore[no-untyped-call]  # RLlib's setup has no hints
         self.observation_space = self._dict_space
 
     @staticmethod
-    def _split(batch: dict) -> tuple[Any, dict]:
+    def _split(batch: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         obs = batch[Columns.OBS]
         inner = dict(batch)
         inner[Columns.OBS] = obs["observations"]
         return obs["action_mask"], inner
 
-    def _forward_inference(self, batch: dict, **kwargs: Any) -> dict:
+    def _forward_inference(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         mask, inner = self._split(batch)
         return _mask_logits(super()._forward_inference(inner, **kwargs), mask)
 
-    def _forward_exploration(self, batch: dict, **kwargs: Any) -> dict:
+    def _forward_exploration(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         mask, inner = self._split(batch)
         return _mask_logits(super()._forward_exploration(inner, **kwargs), mask)
 
-    def _forward_train(self, batch: dict, **kwargs: Any) -> dict:
+    def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         mask, inner = self._split(batch)
         return _mask_logits(super()._forward_train(inner, **kwargs), mask)
 
-    def compute_values(self, batch: dict, embeddings: Any = None) -> Any:
+    def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> Any:
         if isinstance(batch[Columns.OBS], dict):
             _, batch = self._split(batch)
         return super().compute_values(batch, embeddings)
@@ -139,14 +142,15 @@ class _FixedPolicyModule(RLModule):
     """A module that picks actions by a fixed rule and is never trained."""
 
     def setup(self) -> None:
-        cfg = dict(self.model_config or {})
+        # a dict here (the specs of ppo_config), not RLlib's DefaultModelConfig
+        cfg = dict(cast(dict[str, Any], self.model_config or {}))
         self._seed = int(cfg.get("seed", 0))
         self._rng = random.Random(self._seed)
 
     def _actions(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def _forward(self, batch: dict, **kwargs: Any) -> dict:
+    def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         import torch
 
         o = batch[Columns.OBS]
@@ -156,14 +160,14 @@ class _FixedPolicyModule(RLModule):
                           else o["action_mask"])
         return {Columns.ACTIONS: torch.as_tensor(self._actions(obs, mask), dtype=torch.int64)}
 
-    def _forward_train(self, *args: Any, **kwargs: Any) -> dict:
+    def _forward_train(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         raise NotImplementedError(f"{type(self).__name__} is never trained: leave it out of "
                                   "policies_to_train")
 
-    def get_state(self, *args: Any, **kwargs: Any) -> dict:
+    def get_state(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         return {}
 
-    def set_state(self, state: dict) -> None:
+    def set_state(self, state: dict[str, Any]) -> None:
         pass
 
 
@@ -186,7 +190,8 @@ class HeuristicRLModule(_FixedPolicyModule):
         super().setup()
         from dragons_egg.agents.heuristic import HeuristicAgent
 
-        cfg = dict(self.model_config or {})
+        # a dict here (the specs of ppo_config), not RLlib's DefaultModelConfig
+        cfg = dict(cast(dict[str, Any], self.model_config or {}))
         cfg.pop("seed", None)
         max_players = cfg.pop("max_players", None) or cfg.get("num_players", 4)
         rules = RulesConfig.from_kwargs({k: v for k, v in cfg.items()
@@ -202,7 +207,7 @@ def _episode_hash(episode: Any, salt: str) -> int:
     return zlib.crc32(f"{getattr(episode, 'id_', episode)}/{salt}".encode())
 
 
-def league_mapping_fn(league: list[str], num_players: int):
+def league_mapping_fn(league: list[str], num_players: int) -> Callable[..., str]:
     """A mapping: ``main`` at one seat per episode, league members at the others."""
     members = list(league)
 
@@ -227,7 +232,7 @@ class LeagueCallback(RLlibCallback):
         self.min_return = min_return
         self.league = list(baselines)
 
-    def on_train_result(self, *, algorithm: Any, result: dict, **kwargs: Any) -> None:
+    def on_train_result(self, *, algorithm: Any, result: dict[str, Any], **kwargs: Any) -> None:
         it = algorithm.iteration
         returns = (result.get("env_runners", {}).get("module_episode_returns_mean") or {})
         main_return = returns.get(MAIN, float("-inf"))
@@ -245,7 +250,7 @@ class LeagueCallback(RLlibCallback):
         result["league_size"] = len(self.league)
 
 
-def ppo_config(env_config: dict | None = None, *, num_env_runners: int = 0,
+def ppo_config(env_config: dict[str, Any] | None = None, *, num_env_runners: int = 0,
                num_learners: int = 0, train_batch_size: int = 4000, minibatch_size: int = 512,
                num_epochs: int = 5, lr: float = 3e-4, snapshot_every: int = 5,
                min_return: float = 0.0, seed: int = 0,
@@ -254,9 +259,10 @@ def ppo_config(env_config: dict | None = None, *, num_env_runners: int = 0,
     env_config = dict(env_config or {})
     n = int(env_config.get("num_players", 4))
     probe = DragonsEggMultiAgentEnv({**env_config, "illegal_action": "terminate"})
+    assert probe.observation_spaces is not None and probe.action_spaces is not None  # set
     obs_space = probe.observation_spaces[probe.possible_agents[0]]
     act_space = probe.action_spaces[probe.possible_agents[0]]
-    probe.close()
+    probe.close()  # type: ignore[no-untyped-call]  # RLlib's PettingZooEnv has no hints
     fixed_cfg = {k: v for k, v in env_config.items() if k != "illegal_action"}
     fixed_cfg["seed"] = seed
     specs = {
@@ -270,7 +276,7 @@ def ppo_config(env_config: dict | None = None, *, num_env_runners: int = 0,
                                   action_space=act_space, model_config=fixed_cfg),
     }
     return (
-        PPOConfig()
+        PPOConfig()  # type: ignore[no-untyped-call]  # RLlib's PPOConfig has no hints
         .environment(DragonsEggMultiAgentEnv, env_config=env_config,
                      disable_env_checking=env_config.get("illegal_action") == "raise")
         .env_runners(num_env_runners=num_env_runners)
@@ -280,7 +286,9 @@ def ppo_config(env_config: dict | None = None, *, num_env_runners: int = 0,
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
         .training(train_batch_size_per_learner=train_batch_size, minibatch_size=minibatch_size,
                   num_epochs=num_epochs, lr=lr)
-        .callbacks(lambda: LeagueCallback(snapshot_every, n, min_return=min_return))
+        # RLlib takes a factory of the callback too, which its hints leave out
+        .callbacks(lambda: LeagueCallback(snapshot_every, n,  # type: ignore[arg-type]
+                                          min_return=min_return))
         .debugging(seed=seed)
     )
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dragons_egg.experiments.training.counterfactual import (
     counterfactual_values,
@@ -24,7 +25,17 @@ from dragons_egg_env.cards import EGG
 from dragons_egg_env.observation import layout
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from dragons_egg.experiments.training.settings import SelfPlayConfig
+    from dragons_egg_env.vector import VectorStep
+
+    #: The learner's play of a batch: ``(obs, mask) -> (action, logp, value)``.
+    ActFn = Callable[[npt.NDArray[np.float32], npt.NDArray[np.bool_]],
+                     tuple[npt.NDArray[np.int64], npt.NDArray[np.float32],
+                           npt.NDArray[np.float32]]]
+    #: The value of each observation of a batch.
+    ValueFn = Callable[[npt.NDArray[np.float32]], npt.NDArray[np.float32]]
 
 
 @dataclass
@@ -68,7 +79,9 @@ class ActingPolicy:
         self.model = model
         self.gen = torch.Generator().manual_seed(seed)
 
-    def act(self, obs: np.ndarray, mask: np.ndarray):
+    def act(self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_]
+            ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32],
+                       npt.NDArray[np.float32]]:
         torch = self.torch
         with torch.no_grad():
             logits, v = self.model(torch.from_numpy(obs), torch.from_numpy(mask))
@@ -77,26 +90,30 @@ class ActingPolicy:
             lp = torch.log_softmax(logits, -1).gather(1, a[:, None]).squeeze(-1)
         return a.numpy(), lp.numpy(), v.numpy()
 
-    def value(self, obs: np.ndarray) -> np.ndarray:
+    def value(self, obs: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         torch = self.torch
         with torch.no_grad():
             h = self.model.trunk(torch.from_numpy(obs))
-            return self.model.v(h).squeeze(-1).numpy()
+            out: npt.NDArray[np.float32] = self.model.v(h).squeeze(-1).numpy()
+            return out
 
-    def probs(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def probs(self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_]
+              ) -> npt.NDArray[np.float32]:
         """The policy's probability of every action (0 where illegal)."""
         torch = self.torch
         with torch.no_grad():
             logits, _ = self.model(torch.from_numpy(obs), torch.from_numpy(mask))
-            return torch.softmax(logits, -1).numpy()
+            out: npt.NDArray[np.float32] = torch.softmax(logits, -1).numpy()
+            return out
 
-    def greedy(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def greedy(self, obs: npt.NDArray[Any], mask: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
         """The policy's most likely action of each row (the counterfactual play-outs')."""
         torch = self.torch
         with torch.no_grad():
             logits, _ = self.model(torch.from_numpy(obs.astype(np.float32, copy=False)),
                                    torch.from_numpy(mask.astype(bool, copy=False)))
-            return logits.argmax(-1).numpy()
+            out: npt.NDArray[np.int64] = logits.argmax(-1).numpy()
+            return out
 
     def load(self, weights: dict[str, np.ndarray]) -> None:
         """The learner's weights (numpy arrays by parameter name)."""
@@ -161,8 +178,8 @@ class Collector:
         pick[np.arange(len(rows)), self.rng.integers(0, n, len(rows))] = False
         own[rows] = np.where(pick, self.rng.integers(1, league + 1, (len(rows), n)), 0)
 
-    def collect(self, act_fn, snap_fns, value_fn, acting: ActingPolicy | None = None
-                ) -> tuple[Rollout, dict[str, float]]:
+    def collect(self, act_fn: ActFn, snap_fns: Sequence[Callable[..., Any]], value_fn: ValueFn,
+                acting: ActingPolicy | None = None) -> tuple[Rollout, dict[str, float]]:
         """Play ``rollout_steps`` steps of every match. ``act_fn(obs, mask) -> (action, logp,
         value)`` is the learner; ``snap_fns[k]`` the league's members; ``acting`` the policy
         whose greedy play values tribute choices (needed with ``tribute_counterfactual``)."""
@@ -288,7 +305,7 @@ class Collector:
         ro.next_index[prev[link]] = idx[link]
         pend[b, seat] = np.where(learn, idx, -1)
 
-    def _after(self, e: int, pend: np.ndarray, st, ro: Rollout) -> None:
+    def _after(self, e: int, pend: np.ndarray, st: VectorStep, ro: Rollout) -> None:
         """Credit the step's rewards to every seat's pending decision; close finished
         matches."""
         for s in range(pend.shape[1]):
@@ -306,7 +323,8 @@ class Collector:
 
     league_size = 0
 
-    def _bootstrap(self, pending, value_fn, ro: Rollout) -> None:
+    def _bootstrap(self, pending: list[npt.NDArray[np.int64]], value_fn: ValueFn,
+                   ro: Rollout) -> None:
         """Open trajectories end with the value of the seat's observation now."""
         for e, eng in enumerate(self.engines):
             pend = pending[e]

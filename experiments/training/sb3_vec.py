@@ -27,7 +27,8 @@ object: ``get_attr``/``set_attr``/other ``env_method`` calls act on the one
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Sized
+from typing import Any, cast
 
 import numpy as np
 
@@ -94,7 +95,7 @@ class SB3VectorEnv(VecEnv):
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         value = getattr(self.venv, attr_name)
-        return [value] * len(self._get_indices(indices))
+        return [value] * len(cast(Sized, self._get_indices(indices)))  # a range or a list
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
         setattr(self.venv, attr_name, value)
@@ -109,7 +110,7 @@ class SB3VectorEnv(VecEnv):
         return [result] * len(idx)
 
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
-        return [False] * len(self._get_indices(indices))
+        return [False] * len(cast(Sized, self._get_indices(indices)))  # a range or a list
 
     def get_images(self) -> list[None]:
         return [None] * self.num_envs

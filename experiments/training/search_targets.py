@@ -35,7 +35,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -54,6 +54,10 @@ from dragons_egg.experiments.common.settings import (
 )
 from dragons_egg.experiments.training.callbacks import TrainerCallback
 from dragons_egg_env.extras import require_cli
+
+if TYPE_CHECKING:
+    from multiprocessing.pool import AsyncResult
+
 
 #: What a search-targets folder holds (an --out with any of them holds one).
 FOLDER_FILES = ("settings.json", "batch_*.npz", "summary.json")
@@ -229,7 +233,7 @@ def load_targets(folder: str | Path) -> tuple[dict[str, np.ndarray], dict[str, A
 def _read_settings(folder: Path) -> dict[str, Any]:
     path = folder / "settings.json"
     try:
-        settings = json.loads(path.read_text())
+        settings: dict[str, Any] = json.loads(path.read_text())
         settings["players"], settings["policy_sha256"]  # noqa: B018 - both must be there
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{folder} is not a search-targets folder: {path} cannot be read "
@@ -291,7 +295,7 @@ def gather(folder: Path, settings: dict[str, Any], workers: int, progress: bool 
 
     parts, spent = _batches(folder, settings)
     t0 = time.perf_counter()
-    limit = settings["seconds"]
+    limit: float | None = settings["seconds"]
     most = settings["batches"] or None
     next_k = len(parts)
 
@@ -310,12 +314,12 @@ def gather(folder: Path, settings: dict[str, Any], workers: int, progress: bool 
 
     bar = None
     if progress:
-        from tqdm import tqdm
+        from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no type hints
 
         bar = tqdm(total=most, initial=len(parts), unit="batch", desc="search targets",
                    file=sys.stderr)
     with mp.get_context("spawn").Pool(workers, initializer=ignore_interrupts) as pool:
-        pending = []
+        pending: list[AsyncResult[Any]] = []
         while len(pending) < 2 * workers and more(len(pending)):
             pending.append(pool.apply_async(play_batch, ((settings, next_k),)))
             next_k += 1

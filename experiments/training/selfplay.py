@@ -185,7 +185,8 @@ def resumed_config(checkpoint: str | Path, parsed: SelfPlayConfig,
     saved = saved_config(load_checkpoint(checkpoint, trust), checkpoint)
     if "rules" in given:
         check_rules_kept(saved.rules, parsed.rules)
-    return resumed_settings(saved, parsed, given, checkpoint, FROZEN_ON_RESUME)
+    cfg: SelfPlayConfig = resumed_settings(saved, parsed, given, checkpoint, FROZEN_ON_RESUME)
+    return cfg
 
 
 def export_checkpoint(path: str | Path, dest: str | Path, command: str = "",
@@ -390,7 +391,7 @@ class Run:
         busy = self.remote.busy_here() if self.remote is not None else 0
         self.learner.torch.set_num_threads(max(1, self.placement["learner_threads"] - busy))
 
-    def _snapshot_fns(self):
+    def _snapshot_fns(self) -> list[Any]:
         """The league's members: the snapshots (greedy), then the league agents."""
         return snapshot_fns(self._snap_policies) + self._agent_fns
 
@@ -528,6 +529,7 @@ class Run:
         if self.remote is not None:
             ro, info = self.remote.next_rollout()
         else:
+            assert self.collector is not None  # no remote collection: a local collector
             ro, info = self.collector.collect(self.acting.act, self._snapshot_fns(),
                                               self.acting.value, self.acting)
         t1 = time.perf_counter()
@@ -634,11 +636,12 @@ class Run:
         return final
 
 
-def _progress(cfg: SelfPlayConfig, start: int):
+def _progress(cfg: SelfPlayConfig, start: int) -> Any:
+    """A tqdm bar of the samples, or None (no ``progress``, or no tqdm)."""
     if not cfg.progress:
         return None
     try:
-        from tqdm import tqdm
+        from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no type hints
     except ImportError:
         return None
     return tqdm(total=cfg.total_samples, initial=start, unit="sample", unit_scale=True,

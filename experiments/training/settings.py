@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from dragons_egg.experiments.common.settings import (
     SettingsGroup,
@@ -41,6 +41,9 @@ from dragons_egg.experiments.training.scaffold import RunSettings
 from dragons_egg.experiments.training.search_targets import SearchTargetSettings
 from dragons_egg.experiments.training.tribute_table import TributeTableSettings
 from dragons_egg_env.config import MAX_PLAYERS, TABLE_SIZES, RulesConfig
+
+if TYPE_CHECKING:
+    from dragons_egg.agents import Agent
 
 #: Settings of the time before the run held its rules, with the rule flag each now is.
 LEGACY_RULE_SETTINGS = {"num_rounds": "num_rounds", "eval_players": "num_players"}
@@ -314,7 +317,7 @@ class SelfPlayConfig(RunSettings):
                     "or net:path=FILE.npz")
 
 
-def league_agent(spec: str, seed: int, cfg: SelfPlayConfig):
+def league_agent(spec: str, seed: int, cfg: SelfPlayConfig) -> Agent:
     """The agent ``spec`` made with ``seed``, started for observations padded to
     ``cfg.max_players`` seats (a memoryless agent reads only what decoding needs)."""
     from dragons_egg.agents import make_agent

@@ -44,7 +44,6 @@ another process was busy). The same seed gives the same run as far as torch allo
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import re
 import sys
@@ -52,7 +51,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from dragons_egg.experiments.common.runs import (
     HeldInterrupts,
@@ -70,6 +69,7 @@ from dragons_egg.experiments.common.runs import (
 )
 from dragons_egg.experiments.common.settings import (
     check_range,
+    class_cache,
     module_prog,
     require,
 )
@@ -294,7 +294,8 @@ def resumed_config(resume: str | Path, values: dict[str, Any],
                          f"the checkpoint has {saved.table_sizes}")
     if "rules" in values:
         check_rules_kept(saved.rules, parsed.rules)
-    return resumed_settings(saved, parsed, set(values), rp, FROZEN_ON_RESUME)
+    cfg: TrainConfig = resumed_settings(saved, parsed, set(values), rp, FROZEN_ON_RESUME)
+    return cfg
 
 
 # ---------------------------------------------------------------------------------------
@@ -350,9 +351,10 @@ def _checkpoint_meta(path: Path) -> dict[str, Any]:
     if not meta.is_file():
         raise ValueError(f"checkpoint {path} has no {meta.name} beside it (pool and history)")
     try:
-        return json.loads(meta.read_text())
+        out: dict[str, Any] = json.loads(meta.read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"checkpoint metadata {meta} is corrupt: {exc}") from None
+    return out
 
 
 class SelfPlayCallback:
@@ -367,6 +369,11 @@ class SelfPlayCallback:
     module needs neither SB3 nor torch); :meth:`run_eval` and :meth:`save_checkpoint` also
     serve after training.
     """
+
+    if TYPE_CHECKING:
+        #: BaseCallback's: the VecEnv that ``model.learn`` steps (set once SB3's class is
+        #: mixed in, :meth:`create`).
+        training_env: Any
 
     def __init__(self, cfg: TrainConfig, model: Any, snapshots: list[str],
                  history: list[dict[str, Any]]) -> None:
@@ -508,13 +515,14 @@ class SelfPlayCallback:
         sys.stderr.flush()
 
 
-@functools.cache
-def _with_base_callback(cls: type) -> type:
+@class_cache
+def _with_base_callback(cls: type[SelfPlayCallback]) -> type[SelfPlayCallback]:
     """``cls`` with SB3's ``BaseCallback`` mixed in (made once per class)."""
     from stable_baselines3.common.callbacks import BaseCallback
 
-    return type(cls.__name__, (cls, BaseCallback), {"__module__": cls.__module__,
-                                                   "__doc__": cls.__doc__})
+    return cast(type[SelfPlayCallback],
+                type(cls.__name__, (cls, BaseCallback), {"__module__": cls.__module__,
+                                                         "__doc__": cls.__doc__}))
 
 
 def _prepare_run_dir(cfg: TrainConfig) -> Path:

@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
                   file=sys.stderr, flush=True)
             return 130
         finally:
-            algo.stop()
+            algo.stop()  # type: ignore[no-untyped-call]  # RLlib's Algorithm has no hints
     finally:
         if started:
             ray.shutdown()

@@ -36,9 +36,10 @@ The table is in the checkpoint, so a resumed run goes on with the same sums and 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from dragons_egg.agents.heads import GROUPS, group_counts, size_index, tribute_row
 from dragons_egg.experiments.common.settings import SettingsGroup, check_range
@@ -88,9 +89,10 @@ class TributeTableSettings(SettingsGroup):
                     f"in 1..tribute_table_window ({self.tribute_table_window})")
 
 
-def give_rows(mask: np.ndarray) -> np.ndarray:
+def give_rows(mask: np.ndarray) -> npt.NDArray[np.bool_]:
     """Which decisions are give-backs (a give column is legal, R33)."""
-    return np.asarray(mask)[:, GIVE_BASE:].any(axis=1)
+    # a 2-d mask: any(axis=1) is an array (numpy's stubs allow a scalar)
+    return cast("npt.NDArray[np.bool_]", np.asarray(mask)[:, GIVE_BASE:].any(axis=1))
 
 
 def column_keys(obs: np.ndarray) -> np.ndarray:
@@ -169,7 +171,7 @@ class GiveBackTable:
         den = self.counts + self.shrink
         return np.divide(self.sums, den, out=np.zeros_like(self.sums), where=den > 0)
 
-    def choose(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def choose(self, obs: np.ndarray, mask: np.ndarray) -> npt.NDArray[np.intp]:
         """The table's give-back for each give-back observation (padded to ``max_players``)
         and its mask: a card of the legal key that scores highest (its first legal column),
         the Egg first where it is legal."""
@@ -179,7 +181,8 @@ class GiveBackTable:
                               np.maximum(keys, 0)]
         score = np.where(keys < 0, np.inf, score)  # the Egg (the only give column with -1)
         score = np.where(mask & (np.arange(NUM_ACTIONS) >= GIVE_BASE), score, -np.inf)
-        return np.argmax(score, axis=1)
+        out: npt.NDArray[np.intp] = np.argmax(score, axis=1)
+        return out
 
     def add(self, obs: np.ndarray, mask: np.ndarray, q: np.ndarray,
             network: np.ndarray) -> int:
