@@ -367,6 +367,18 @@ def require(cond: bool, message: str) -> None:
         raise ValueError(message)
 
 
+def read_json_or_toml(source: Any) -> Any:
+    """The data of a settings file: TOML where the name ends in ``.toml``, JSON otherwise
+    (``source``: a path, or what :func:`resolve_config` returns); an ``OSError`` or a
+    ``ValueError`` where it cannot be read."""
+    text = source.read_text(encoding="utf-8")
+    if source.name.endswith(".toml"):
+        import tomllib
+
+        return tomllib.loads(text)
+    return json.loads(text)
+
+
 def read_settings(cls: type, source: Any) -> dict[str, Any]:
     """The JSON object of settings in ``source`` (a path, or what :func:`resolve_config`
     returns), checked against the fields of the dataclass ``cls`` (:func:`check_settings`:
@@ -374,13 +386,7 @@ def read_settings(cls: type, source: Any) -> dict[str, Any]:
     a name that is not a field of ``cls`` or a value of the wrong type."""
     src = Path(source) if isinstance(source, str) else source
     try:
-        text = src.read_text(encoding="utf-8")
-        if src.name.endswith(".toml"):
-            import tomllib
-
-            data = tomllib.loads(text)
-        else:
-            data = json.loads(text)
+        data = read_json_or_toml(src)
         data = migrated(cls, data)
         check_settings(cls, data)  # a ValueError unless it is an object of settings
     except (OSError, ValueError) as exc:
@@ -528,13 +534,7 @@ def rules_word(words: list[str]) -> Any:
         return read_rules(json_object([word]), "--rules")
     path = Path(word)
     try:
-        text = path.read_text(encoding="utf-8")
-        if path.name.endswith(".toml"):
-            import tomllib
-
-            data = tomllib.loads(text)
-        else:
-            data = json.loads(text)
+        data = read_json_or_toml(path)
     except (OSError, ValueError) as exc:
         raise ValueError(f"--rules {word}: not a readable JSON or TOML file of rule flags "
                          f"({exc})") from None

@@ -152,6 +152,23 @@ class RunSettings:
         return built
 
 
+class RulesSettings:
+    """What a trainer's settings holding its rules (a ``rules`` field, a
+    :class:`~dragons_egg_env.config.RulesConfig`) read off them."""
+
+    rules: RulesConfig
+
+    @property
+    def num_rounds(self) -> int:
+        """Rounds per match (R26): ``rules.num_rounds``."""
+        return self.rules.num_rounds
+
+    @property
+    def eval_players(self) -> int:
+        """Table size of the evaluations: ``rules.num_players``."""
+        return self.rules.num_players
+
+
 #: The switch that lets ``--resume`` load a checkpoint that runs code when loaded.
 TRUST_FLAG = "--trust-checkpoint"
 
@@ -273,5 +290,5 @@ def trainer_command(cls: type[RunSettings], argv: Sequence[str] | None, descript
     return TrainerCommand(validated(cfg), parsed.extra, trust, "--overwrite" in parsed.switches)
 
 
-__all__ = ["RULE_OPTIONS", "RunSettings", "TRUST_FLAG", "TrainerCommand", "check_rules_kept",
-           "tournament_flags", "trainer_command"]
+__all__ = ["RULE_OPTIONS", "RulesSettings", "RunSettings", "TRUST_FLAG", "TrainerCommand",
+           "check_rules_kept", "tournament_flags", "trainer_command"]

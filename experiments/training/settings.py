@@ -37,7 +37,7 @@ from dragons_egg.experiments.training.counterfactual import (
     EggCounterfactualSettings,
     TributeCounterfactualSettings,
 )
-from dragons_egg.experiments.training.scaffold import RunSettings
+from dragons_egg.experiments.training.scaffold import RulesSettings, RunSettings
 from dragons_egg.experiments.training.search_targets import SearchTargetSettings
 from dragons_egg.experiments.training.tribute_table import TributeTableSettings
 from dragons_egg_env.config import MAX_PLAYERS, TABLE_SIZES, RulesConfig
@@ -190,7 +190,7 @@ class LeagueSettings(SettingsGroup):
 
 
 @dataclass(frozen=True)
-class SelfPlayConfig(RunSettings):
+class SelfPlayConfig(RulesSettings, RunSettings):
     """Every setting of a self-play run (each is a command-line flag); those every trainer
     has are :class:`~.scaffold.RunSettings`'; the rest are the budget, the rules and the
     groups (the module docstring). Made, it is checked (``__post_init__``: types, ranges and
@@ -229,16 +229,6 @@ class SelfPlayConfig(RunSettings):
     eval_every: int = 500_000
     #: Save ``checkpoints/latest.pt`` every this many samples (0: only at the end).
     checkpoint_every: int = 250_000
-
-    @property
-    def num_rounds(self) -> int:
-        """Rounds per match (R26): ``rules.num_rounds``."""
-        return self.rules.num_rounds
-
-    @property
-    def eval_players(self) -> int:
-        """Table size of the evaluations: ``rules.num_players``."""
-        return self.rules.num_players
 
     @property
     def max_players(self) -> int:

@@ -76,6 +76,7 @@ from dragons_egg.experiments.common.settings import (
 from dragons_egg.experiments.evaluation.versus import format_estimate
 from dragons_egg.experiments.training.callbacks import CallbackList, TrainerCallback
 from dragons_egg.experiments.training.scaffold import (
+    RulesSettings,
     RunSettings,
     TrainerCommand,
     check_rules_kept,
@@ -94,7 +95,7 @@ FROZEN_ON_RESUME = {name: "MaskablePPO keeps it in the checkpoint" for name in (
 
 
 @dataclass(frozen=True)
-class TrainConfig(RunSettings):
+class TrainConfig(RulesSettings, RunSettings):
     """Every setting of a training run (each is a ``--flag`` of the same name); those every
     trainer has are :class:`~.scaffold.RunSettings`'."""
 
@@ -134,16 +135,6 @@ class TrainConfig(RunSettings):
     eval_matches: int = 40
     #: Save a checkpoint every this many steps (0: only at the end).
     checkpoint_every: int = 50_000
-
-    @property
-    def num_rounds(self) -> int:
-        """Rounds per match (R26): ``rules.num_rounds``."""
-        return self.rules.num_rounds
-
-    @property
-    def eval_players(self) -> int:
-        """Table size of the evaluations: ``rules.num_players``."""
-        return self.rules.num_players
 
     @classmethod
     def migrate(cls, data: dict[str, Any]) -> dict[str, Any]:
