@@ -209,10 +209,7 @@ def test_results_hold_no_code() -> None:
 
 
 #: Issue 46's size budget for the records in results/ (the working tree's tracked files).
-RESULTS_TARGET = 25 * 2**20
-#: Where results/ stands while issue 46 is open (it was 173 MB): the size may only shrink; once
-#: results/ is within RESULTS_TARGET this ratchet goes and the target is the test.
-RESULTS_RATCHET = 51 * 2**20
+RESULTS_BUDGET = 25 * 2**20
 
 
 def _tracked_results() -> list[Path]:
@@ -226,7 +223,7 @@ def _tracked_results() -> list[Path]:
 def test_results_stay_within_their_size_budget() -> None:
     files = [p for p in _tracked_results() if p.is_file()]
     size = sum(p.stat().st_size for p in files)
-    budget = max(RESULTS_TARGET, RESULTS_RATCHET)
+    budget = RESULTS_BUDGET
     biggest = sorted(files, key=lambda p: p.stat().st_size)[-3:]
     assert size <= budget, (f"results/ holds {size / 2**20:.1f} MiB, over its budget of "
                             f"{budget / 2**20:.0f} MiB; the biggest: "
@@ -235,3 +232,6 @@ def test_results_stay_within_their_size_budget() -> None:
     kept_checkpoints = {"results/selfplay-shipped/latest.pt"}
     assert not [p for p in files if "tfevents" in p.name]
     assert {str(p.relative_to(ROOT)) for p in files if p.suffix == ".pt"} <= kept_checkpoints
+    # intermediate league snapshots go (docs/results.md, "What results/ keeps")
+    snapshots = [str(p.relative_to(ROOT)) for p in files if p.parent.name == "policies"]
+    assert not snapshots, f"results/ keeps no intermediate snapshot: {snapshots[:3]}"
