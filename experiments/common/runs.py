@@ -26,6 +26,8 @@ from typing import Any
 
 from dragons_egg.experiments.common.settings import flat_values, get_path, replace_paths
 
+from .plots import save_png
+
 # ---------------------------------------------------------------------------------------
 # Resuming a run: its folder, its settings, the changes.
 
@@ -599,7 +601,7 @@ def plot_curve(history: list[dict[str, Any]], path: Path, key: str = "samples",
         ax.legend()
     fig.suptitle(title or "learner against its evaluation opponents (95% intervals)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_png(fig, path)
     plt.close(fig)
 
 

@@ -67,6 +67,7 @@ from dragons_egg.agents.heuristic import HeuristicAgent
 from dragons_egg.agents.runner import play_match
 from dragons_egg.agents.tribute_mix import TRIBUTE_POLICIES, TributeMix, tribute_actions
 from dragons_egg.experiments.common.args import int_range, rule_flag
+from dragons_egg.experiments.common.plots import save_png
 from dragons_egg.experiments.common.runs import ignore_interrupts, stops_on_sigterm
 from dragons_egg.experiments.evaluation.tournament import bootstrap, deal_sequence, derive
 from dragons_egg.experiments.evaluation.tournament.output import OutputError, check_out_dir
@@ -428,7 +429,7 @@ def heatmaps(res: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     for ax, key, title in ((axes[0], "asked", "asked for"), (axes[1], "given", "given back")):
         counts = res[key]
         grid = np.zeros((5, 10))
@@ -438,11 +439,12 @@ def heatmaps(res: dict[str, Any], path: Path) -> None:
         im = ax.imshow(grid, cmap="magma_r")
         ax.set_xticks(range(10), [str(n) for n in range(1, 11)])
         ax.set_yticks(range(5), ["Earth", "Water", "Fire", "Lightning", "dragons/Egg"])
-        ax.set_xlabel("number (dragon row: Beast, Darklord, Horseman, Executioner, Egg)")
+        ax.set_xlabel("number\n(dragon row: Beast, Darklord,\nHorseman, Executioner, Egg)",
+                      fontsize="small")
         ax.set_title(f"learned tribute: cards {title}")
         fig.colorbar(im, ax=ax, shrink=0.7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_png(fig, path)
     plt.close(fig)
 
 

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from dragons_egg.experiments.common.args import int_range, positive_float
+from dragons_egg.experiments.common.plots import save_png
 from dragons_egg.experiments.common.runs import stops_on_sigterm
 from dragons_egg_env.extras import require_cli
 
@@ -217,7 +218,7 @@ def write_report(rows: list[dict[str, Any]], args: argparse.Namespace, out: Path
     ax.set_xlabel("mean match score difference to the heuristic (95% interval)")
     ax.set_title(f"strength after {args.seconds:g} CPU s of training")
     fig.tight_layout()
-    fig.savefig(out / "compare.png", dpi=110)
+    save_png(fig, out / "compare.png")
     plt.close(fig)
 
 

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from dragons_egg.experiments.common.plots import save_png
+
 from .config import TournamentConfig
 from .result import RoundStats, TournamentResult
 from .stats import MIN_SEQUENCES, Estimate
@@ -48,7 +50,7 @@ def plot_summary(summary: TournamentResult, out_dir: Path) -> list[Path]:
     ax.set_title("Ratings over full finishing orders")
     fig.tight_layout()
     paths.append(out_dir / "ratings.png")
-    fig.savefig(paths[-1], dpi=110)
+    save_png(fig, paths[-1])
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(1.2 * len(labels) + 2.5, 1.0 * len(labels) + 1.5))
@@ -65,7 +67,7 @@ def plot_summary(summary: TournamentResult, out_dir: Path) -> list[Path]:
     fig.colorbar(im, ax=ax)
     fig.tight_layout()
     paths.append(out_dir / "head_to_head.png")
-    fig.savefig(paths[-1], dpi=110)
+    save_png(fig, paths[-1])
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
@@ -82,7 +84,7 @@ def plot_summary(summary: TournamentResult, out_dir: Path) -> list[Path]:
     ax.set_title("Distribution of finishing places")
     fig.tight_layout()
     paths.append(out_dir / "places.png")
-    fig.savefig(paths[-1], dpi=110)
+    save_png(fig, paths[-1])
     plt.close(fig)
     return paths
 

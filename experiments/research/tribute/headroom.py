@@ -61,6 +61,7 @@ from dragons_egg.agents.base import Agent
 from dragons_egg.agents.heads import group_counts, tribute_context
 from dragons_egg.agents.heuristic import HeuristicAgent
 from dragons_egg.experiments.common.args import int_range, table_size
+from dragons_egg.experiments.common.plots import save_png
 from dragons_egg.experiments.common.runs import claim_output
 from dragons_egg.experiments.research.tribute.data import (
     StateArrays,
@@ -446,7 +447,7 @@ def plot(s: dict[str, Any], path: Path) -> Path:
         ax.xaxis.set_major_locator(MaxNLocator(6))
         ax.set_title(f"Played, {played[0]['deals']:,} deal sequences each")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_png(fig, path)
     plt.close(fig)
     return path
 

@@ -10,6 +10,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from dragons_egg.agents.heads import group_counts
+from dragons_egg.experiments.common.plots import save_png
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS
 from dragons_egg_env.cards import NUM_NUMBERS
 
@@ -92,7 +93,7 @@ def plot_card_values(values: CardValues, path: Path) -> Path:
         ax.axhline(0, color="black", lw=0.6)
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_png(fig, path)
     plt.close(fig)
     return path
 
