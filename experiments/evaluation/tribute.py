@@ -425,10 +425,8 @@ def summarize(res: dict[str, Any], reps: int = 2000) -> dict[str, Any]:
 
 def heatmaps(res: dict[str, Any], path: Path) -> None:
     import matplotlib
-
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     for ax, key, title in ((axes[0], "asked", "asked for"), (axes[1], "given", "given back")):
         counts = res[key]
