@@ -84,7 +84,10 @@ def test_workers_take_matches_in_batches_sized_by_their_pace(monkeypatch):
     monkeypatch.setattr(runner._Collector, "__call__", record)
     tc = small(workers=2, matches=400, num_rounds=1)
     fast = run_matches(tc, progress=False)
-    assert sizes[:4] == [1, 1, 1, 1] and max(sizes) == 400 // (2 * 20) and sum(sizes) == 400
+    # each worker's first batches are single matches; which worker's batch arrives first is
+    # the scheduler's choice, so the order of arrival is not asserted
+    assert sizes[0] == 1 and sizes.count(1) >= 4
+    assert max(sizes) == 400 // (2 * 20) and sum(sizes) == 400
     sizes.clear()
     monkeypatch.setattr(runner, "CHUNK_SECONDS", 0.0)  # as if every match took longer
     slow = run_matches(tc, progress=False)
