@@ -8,14 +8,16 @@ LINKS := $(VENV)/.linked
 
 .PHONY: demo test lint typecheck bench docs clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch's CPU build first: an unpinned torch would pull a CUDA build of several GB
 	$(PY) -m pip install --quiet torch==2.13.0
 	# editable_mode=strict: a tree of links holding exactly the wheel's import names
 	# (docs/architecture.md), which type checkers and IDEs follow like the wheel's files
-	$(PY) -m pip install --quiet -e '.[test,docs,all]' --config-settings editable_mode=strict
+	# constraints.txt: the NumPy and Numba the recipe weight digests were taken on
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[test,docs,all]' \
+		--config-settings editable_mode=strict
 	touch $(STAMP) $(LINKS)
 
 # The link tree lists files, not folders: a module added or removed (its folder's time changes)
@@ -46,7 +48,8 @@ typecheck: $(LINKS)
 	$(VENV)/bin/mypy -p dragons_egg_env -p dragons_egg.agents -p dragons_egg.experiments
 
 bench: $(LINKS)
-	$(PY) -m pip install --quiet -e '.[test,bench]' --config-settings editable_mode=strict
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[test,bench]' \
+		--config-settings editable_mode=strict
 	$(PY) -m dragons_egg.experiments.bench
 
 # The generated tables of docs/ must be fresh (python -m dragons_egg.experiments.tools.docs writes

@@ -15,13 +15,20 @@ Two users: the self-play trainer (:mod:`.selfplay`, ``tribute_counterfactual``),
 the rest of the round with its own policy, greedy, and trains its tribute on these values;
 and the research tool ``dragons_egg.experiments.research.tribute.fit``, which refits a
 finished policy's tribute to them.
+
+This module is also the room of the trainer's two plug-ins that play decisions out, with their
+settings and their hooks (:mod:`.hooks`): ``tribute_cf`` (:class:`TributeCounterfactualSettings`)
+and ``egg_cf`` (:class:`EggCounterfactualSettings`). Each has a collection hook
+(:class:`PlayOuts`: the decisions it keeps and their values); both kinds of rows are learned
+from by one update hook (:class:`CounterfactualLoss`: the loss of ``tribute_cf_update``, the
+replay of ``tribute_cf_replay``, the figures ``cf_regret`` and ``egg_regret``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -31,9 +38,15 @@ from dragons_egg.experiments.common.settings import (
     check_range,
     require,
 )
+from dragons_egg.experiments.training.hooks import CollectionHook, PlayedOut, UpdateHook
 from dragons_egg_env import engine as E
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS
 from dragons_egg_env.cards import EGG, NUM_NUMBERS
+from dragons_egg_env.observation import layout
+
+if TYPE_CHECKING:
+    from dragons_egg.experiments.training.learner import Learner
+    from dragons_egg.experiments.training.rollout import ActingPolicy, Collector, Rollout
 
 #: Actions for rows of padded observations and their masks: ``fn(obs, mask) -> actions``.
 ActionFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -107,6 +120,15 @@ class TributeCounterfactualSettings(SettingsGroup):
         """Whether the plug-in plays any decision out."""
         return self.tribute_counterfactual > 0
 
+    def collection_hook(self, seed: int, max_players: int) -> PlayOuts:
+        """The plug-in's hook in a collector seeded ``seed`` (its own generator)."""
+        return PlayOuts("tribute_counterfactual", self.tribute_counterfactual, egg=False,
+                        rng=np.random.default_rng((seed, 2)), max_players=max_players)
+
+    def update_hook(self, clip_range: float) -> CounterfactualLoss:
+        """The update of the played-out rows (this plug-in's and ``egg_cf``'s)."""
+        return CounterfactualLoss(self, clip_range)
+
 
 @dataclass(frozen=True)
 class EggCounterfactualSettings(SettingsGroup):
@@ -129,6 +151,11 @@ class EggCounterfactualSettings(SettingsGroup):
     def on(self) -> bool:
         """Whether the plug-in plays any decision out."""
         return self.egg_counterfactual > 0
+
+    def collection_hook(self, seed: int, max_players: int) -> PlayOuts:
+        """The plug-in's hook in a collector seeded ``seed`` (its own generator)."""
+        return PlayOuts("egg_counterfactual", self.egg_counterfactual, egg=True,
+                        rng=np.random.default_rng((seed, 3)), max_players=max_players)
 
 
 def tribute_rows(mask: np.ndarray) -> npt.NDArray[np.bool_]:
@@ -204,3 +231,312 @@ def counterfactual_values(states: Sequence[E.State], seats: Sequence[int], masks
         if rest.any():
             acts[rest] = play(st.obs[rest], st.mask[rest])
         st = eng.step(acts)
+
+
+# ---------------------------------------------------------------------------------------
+# The plug-ins' hooks: the collection (which decisions are played out) and the update.
+
+class PlayOuts(CollectionHook):
+    """The collection hook of ``tribute_cf`` (``egg`` false: the learner's tribute decisions
+    with a choice) or ``egg_cf`` (``egg``: its play decisions with a choice made while its
+    seat holds the Egg): a ``share`` of them, drawn with ``rng``, is kept before it is
+    played, and at the end of the rollout every choice of each (with ``tribute_cf``, every
+    class of choice, :func:`action_classes`) is played out to the end of the round by the
+    acting policy, greedy (:func:`counterfactual_values`), per table size."""
+
+    def __init__(self, name: str, share: float, *, egg: bool, rng: np.random.Generator,
+                 max_players: int) -> None:
+        #: The setting that turns it on (named when the acting policy is missing).
+        self.name = name
+        self.share = share
+        self.egg = egg
+        self.rng = rng
+        self.max_players = max_players
+        #: Where an observation shows the observer's own Egg.
+        self.egg_col = layout(max_players)["hand"].start + EGG
+        #: Per engine: ``(state, rollout index)`` of each decision kept this rollout.
+        self.kept: list[list[tuple[E.State, int]]] = []
+
+    def choice_rows(self, obs: np.ndarray, mask: np.ndarray,
+                    learn: np.ndarray) -> npt.NDArray[np.bool_]:
+        """Which rows are decisions of this hook's kind with a choice."""
+        choice = learn & (mask.sum(axis=1) > 1)
+        if self.egg:
+            choice = choice & (obs[:, self.egg_col] > 0) & ~tribute_rows(mask)
+        else:
+            choice = choice & tribute_rows(mask)
+        return cast("npt.NDArray[np.bool_]", choice)
+
+    def on_collect_start(self, collector: Collector) -> None:
+        self.kept = [[] for _ in collector.engines]
+
+    def before_step(self, collector: Collector, e: int, obs: np.ndarray, mask: np.ndarray,
+                    learn: np.ndarray, idx: np.ndarray) -> None:
+        rows = np.flatnonzero(self.choice_rows(obs, mask, learn))
+        if not len(rows):  # no draw when there is none
+            return
+        rows = rows[self.rng.random(len(rows)) < self.share]
+        eng = collector.engines[e]
+        for b in rows:
+            self.kept[e].append((eng.to_state(int(b)), int(idx[b])))
+
+    def on_collect_end(self, collector: Collector, ro: Rollout,
+                       acting: ActingPolicy | None) -> PlayedOut | None:
+        if acting is None:
+            raise ValueError(f"{self.name} needs the acting policy (acting=...)")
+        index, qs = [], []
+        for kept in self.kept:
+            if not kept:
+                continue
+            at = np.array([i for _, i in kept], np.int64)
+            states = [s for s, _ in kept]
+            q = counterfactual_values(states, [s.current for s in states], ro.mask[at],
+                                      acting.greedy, acting.greedy, self.max_players,
+                                      int(self.rng.integers(2**62)), per_class=not self.egg,
+                                      rng=self.rng)
+            index.append(at)
+            qs.append(q.astype(np.float32))
+        self.kept = []
+        if not index:
+            return None
+        at = np.concatenate(index)
+        return PlayedOut(at, np.concatenate(qs), np.full(len(at), self.egg))
+
+
+def counterfactual_batch(ro: Rollout) -> dict[str, np.ndarray]:
+    """The counterfactual tribute rows of a rollout as the learner trains on them: the
+    observation, mask, behaviour probabilities ``probs`` (and their logs, 0 where illegal)
+    and each legal action's advantage ``A(a) = Q(a) - sum_b pi_b(b) Q(b)``, divided by the
+    behaviour policy's root mean square of ``A`` over every row (as PPO normalises its
+    advantages); 0 where illegal; ``adv_u`` the same ``A`` divided by its root mean square
+    over every legal action alike (the logit update's); ``target`` each legal action's value
+    minus the legal actions' mean value (the regression's), 0 where illegal; ``egg`` which
+    rows are the Egg holder's plays (``egg_counterfactual``). The tribute rows and the Egg
+    holder's rows are normalised apart, each over its own rows, so that either scales as it
+    would alone. Rows whose actions all have the same value add nothing."""
+    mask = ro.mask[ro.cf_index]
+    probs = np.where(mask, np.maximum(ro.cf_probs, 1e-8), 0.0).astype(np.float32)
+    probs /= probs.sum(axis=1, keepdims=True)
+    q = np.where(mask, np.nan_to_num(ro.cf_q), 0.0)
+    raw = np.where(mask, q - (probs * q).sum(axis=1, keepdims=True), 0.0)
+    egg = egg_rows(ro)
+    adv, adv_u = np.zeros_like(raw), np.zeros_like(raw)
+    for rows in (~egg, egg):
+        if rows.any():
+            r = raw[rows]
+            adv[rows] = r / (float(np.sqrt((probs[rows] * r ** 2).sum(axis=1).mean())) + 1e-8)
+            # the same advantages divided instead by their root mean square over every legal
+            # action of every row, weighed alike (the logit update's: an action the behaviour
+            # policy almost never plays counts as much as the one it plays)
+            adv_u[rows] = r / (float(np.sqrt((r ** 2).sum() / mask[rows].sum())) + 1e-8)
+    target = np.where(mask, q - q.sum(axis=1, keepdims=True) / mask.sum(axis=1, keepdims=True),
+                      0.0)
+    return {"obs": np.ascontiguousarray(ro.obs[ro.cf_index]), "mask": mask,
+            "probs": probs, "logp_b": np.where(mask, np.log(probs + (~mask)), 0.0
+                                                ).astype(np.float32),
+            "adv": adv.astype(np.float32), "adv_u": adv_u.astype(np.float32),
+            "target": target.astype(np.float32), "egg": egg}
+
+
+def egg_rows(ro: Rollout) -> npt.NDArray[np.bool_]:
+    """Which counterfactual rows are the Egg holder's plays (none in a rollout built
+    without the marker)."""
+    if len(ro.cf_egg) == len(ro.cf_index):
+        return ro.cf_egg.astype(bool)
+    return np.zeros(len(ro.cf_index), bool)
+
+
+class TributeReplay:
+    """The last ``size`` counterfactual tribute decisions (``tribute_cf_replay``), oldest
+    first: what the regression fits of each (:data:`KEYS` of :func:`counterfactual_batch`)."""
+
+    KEYS = ("obs", "mask", "target")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.data: dict[str, np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return 0 if self.data is None else len(self.data["target"])
+
+    def add(self, batch: dict[str, np.ndarray] | None) -> dict[str, np.ndarray] | None:
+        """Keep ``batch``'s decisions (``None``: none), dropping the oldest past ``size``;
+        every decision kept, this batch's last."""
+        if batch is not None and len(batch["target"]):
+            new = {k: np.asarray(batch[k]) for k in self.KEYS}
+            if self.data is not None:
+                new = {k: np.concatenate([self.data[k], new[k]]) for k in self.KEYS}
+            self.data = {k: np.ascontiguousarray(v[-self.size:]) for k, v in new.items()}
+        return self.data
+
+    def state(self) -> dict[str, Any]:
+        """The decisions as a checkpoint holds them (tensors; empty: ``{}``)."""
+        import torch
+
+        return {} if self.data is None else {k: torch.from_numpy(v) for k, v in
+                                             self.data.items()}
+
+    def load(self, state: dict[str, Any]) -> None:
+        """The decisions of :meth:`state` (the last ``size`` of them: a resume may keep fewer);
+        a ``ValueError`` naming what is wrong with a damaged one."""
+        import torch
+
+        if not state:
+            self.data = None
+            return
+        if set(state) != set(self.KEYS):
+            raise ValueError(f"the checkpoint's tribute replay holds {sorted(state)}, not "
+                             f"{list(self.KEYS)}")
+        if not all(isinstance(state[k], torch.Tensor) for k in self.KEYS):
+            raise ValueError("the checkpoint's tribute replay holds something other than "
+                             "tensors")
+        data = {k: state[k].numpy() for k in self.KEYS}
+        rows = {len(v) for v in data.values()}
+        if len(rows) != 1 or data["mask"].dtype != np.bool_ or data["mask"].ndim != 2 or \
+                data["mask"].shape != data["target"].shape or data["obs"].ndim != 2:
+            raise ValueError("the checkpoint's tribute replay is damaged: its arrays do not "
+                             "agree in rows or shape")
+        self.data = None
+        self.add(data)
+
+
+def tribute_regret(ro: Rollout, egg: bool = False) -> float | None:
+    """How far the behaviour policy's tribute choices fall short of the best, in round reward:
+    the mean over the rollout's counterfactual tribute rows of
+    ``max_a Q(a) - sum_a pi_b(a) Q(a)`` (0 for a policy that always takes a best choice of
+    the deal; logged as ``cf_regret``, the learning curve of the tribute). With ``egg``, the
+    same over the Egg holder's plays (``egg_regret``). ``None`` without such rows."""
+    rows = egg_rows(ro) == egg
+    if not rows.any():
+        return None
+    mask = ro.mask[ro.cf_index[rows]]
+    q = np.where(mask, np.nan_to_num(ro.cf_q[rows]), -np.inf)
+    probs = np.where(mask, ro.cf_probs[rows], 0.0)
+    expected = (probs * np.where(mask, q, 0.0)).sum(axis=1) / probs.sum(axis=1)
+    return float((q.max(axis=1) - expected).mean())
+
+
+class CounterfactualLoss(UpdateHook):
+    """The update hook of the played-out rows (``tribute_cf``'s and ``egg_cf``'s): each
+    update trains on the rollout's rows (with ``tribute_cf_replay``, and the replay's), spread
+    over the same minibatches as PPO's decisions, with the loss of ``tribute_cf_update``
+    weighted ``tribute_cf_coef``; its figures are ``cf_loss``, ``cf_regret`` and
+    ``egg_regret`` (:func:`tribute_regret`). The replay is kept in the checkpoint
+    (``tribute_replay``)."""
+
+    name = "tribute_replay"
+    loss_name = "cf_loss"
+
+    def __init__(self, settings: TributeCounterfactualSettings, clip_range: float) -> None:
+        self.settings = settings
+        self.coef = settings.tribute_cf_coef
+        self.clip_range = clip_range
+        #: The counterfactual decisions every update fits (``tribute_cf_replay``), else None.
+        self.replay = (TributeReplay(settings.tribute_cf_replay) if settings.tribute_cf_replay
+                       else None)
+        self.batch: dict[str, Any] | None = None
+        self.split: list[Any] = []
+        self.regrets: dict[str, float | None] = {}
+
+    def on_update_start(self, learner: Learner, ro: Rollout) -> bool:
+        cf = counterfactual_batch(ro) if len(ro.cf_index) else None
+        if self.replay is not None:  # this rollout's decisions and the earlier ones kept
+            cf = self.replay.add(cf)
+        self.regrets = {"cf_regret": tribute_regret(ro),
+                        "egg_regret": tribute_regret(ro, egg=True)}
+        torch = learner.torch
+        self.batch = None if cf is None else {k: torch.from_numpy(v) for k, v in cf.items()}
+        return self.batch is not None
+
+    def on_epoch_start(self, learner: Learner, parts: int) -> None:
+        # drawn only when there are rows, so that a run without them draws as before
+        if self.batch is not None:
+            torch = learner.torch
+            self.split = list(torch.tensor_split(
+                torch.randperm(len(self.batch["obs"]), generator=learner.gen), parts))
+
+    def minibatch(self, learner: Learner, k: int) -> dict[str, Any] | None:
+        if self.batch is None or not len(self.split[k]):
+            return None
+        rows = self.split[k]
+        return {key: v[rows] for key, v in self.batch.items()}
+
+    def loss(self, learner: Learner, batch: dict[str, Any]) -> Any:
+        """The all-action clipped surrogate of the counterfactual rows: for each, the
+        behaviour policy's expectation over its legal actions ``a`` of PPO's clipped
+        objective with the ratio ``pi(a) / pi_b(a)`` and the advantage ``A(a)``
+        (:func:`counterfactual_batch`), negated; or the logit update or the regression
+        (``tribute_cf_update``)."""
+        torch = learner.torch
+        logits, _ = learner.model(batch["obs"], batch["mask"])
+        if self.settings.tribute_cf_update == "logits":
+            return self.logits_loss(logits, batch)
+        if self.settings.tribute_cf_update == "regression":
+            return self.regression_loss(logits, batch)
+        eps = self.clip_range
+        logp = torch.log_softmax(logits, -1).masked_fill(~batch["mask"], 0.0)
+        ratio = torch.exp(logp - batch["logp_b"])
+        adv = batch["adv"]
+        obj = torch.min(ratio * adv, ratio.clamp(1 - eps, 1 + eps) * adv)
+        return self.kind_mean(-(batch["probs"] * obj).sum(-1), batch)
+
+    @staticmethod
+    def centred_logits(logits: Any, mask: Any) -> Any:
+        """Each legal action's logit minus the mean of its decision's legal logits; 0 where
+        illegal (what the logit update pushes and the regression fits)."""
+        z = logits.masked_fill(~mask, 0.0)
+        return (z - z.sum(-1, keepdim=True) / mask.sum(-1, keepdim=True)).masked_fill(~mask, 0.0)
+
+    def logits_loss(self, logits: Any, cf: dict[str, Any]) -> Any:
+        """The logit update of the counterfactual rows (NeuRD): minus the sum over the legal
+        actions of each one's advantage over the behaviour policy's expected value
+        (``adv_u``) times its logit centred on the legal actions' mean, so that the gradient
+        on a logit is its advantage, whatever its probability; a logit already
+        ``tribute_cf_threshold`` above (below) the mean is not pushed further up (down)."""
+        import torch
+
+        mask = cf["mask"]
+        y = self.centred_logits(logits, mask)
+        adv = cf["adv_u"]
+        beta = self.settings.tribute_cf_threshold
+        with torch.no_grad():
+            push = torch.where(((adv > 0) & (y < beta)) | ((adv < 0) & (y > -beta)), adv,
+                               torch.zeros_like(adv))
+        return self.kind_mean(-(push * y).sum(-1), cf)
+
+    def regression_loss(self, logits: Any, cf: dict[str, Any]) -> Any:
+        """The regression of the counterfactual rows: each legal action's logit, centred on
+        the decision's legal mean, fitted to ``tribute_cf_scale`` (``c``) times its centred
+        value (``target``): ``sum_a (y_a - c t_a)^2 / (2c)`` over the legal actions, averaged
+        over the rows, so that the gradient on a logit is its error in round reward,
+        ``y_a / c - t_a`` (the same order as the logit update's pushes)."""
+        mask = cf["mask"]
+        c = self.settings.tribute_cf_scale
+        y = self.centred_logits(logits, mask)
+        return self.kind_mean(((y - c * cf["target"]) ** 2).sum(-1), cf) / (2 * c)
+
+    @staticmethod
+    def kind_mean(per_row: Any, cf: dict[str, Any]) -> Any:
+        """The mean over the tribute rows plus the mean over the Egg holder's rows (each
+        kind weighs in the loss as it would alone); the plain mean where the batch does not
+        mark them (the tribute replay holds tribute rows only)."""
+        egg = cf.get("egg")
+        if egg is None or not bool(egg.any()) or bool(egg.all()):
+            return per_row.mean()
+        return per_row[~egg].mean() + per_row[egg].mean()
+
+    def figures(self) -> dict[str, float]:
+        return {k: v for k, v in self.regrets.items() if v is not None}
+
+    def state(self) -> dict[str, Any]:
+        return self.replay.state() if self.replay is not None else {}
+
+    def load(self, state: dict[str, Any]) -> None:
+        if self.replay is not None:  # an older checkpoint's run kept none
+            self.replay.load(state)
+
+
+__all__ = ["COLUMN_GROUP", "CounterfactualLoss", "EggCounterfactualSettings", "PlayOuts",
+           "TributeCounterfactualSettings", "TributeReplay", "action_classes",
+           "counterfactual_batch", "counterfactual_values", "egg_rows", "tribute_regret",
+           "tribute_rows"]

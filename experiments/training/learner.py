@@ -1,37 +1,31 @@
 """The self-play trainer's learner: the network, its optimiser and the PPO update
-(:class:`Learner`), with the tribute decisions' counterfactual loss and, with
-``search_targets``, the search targets fitted in every minibatch.
+(:class:`Learner`). The plug-ins act in the update through their update hooks
+(:mod:`.hooks`, :meth:`.settings.SelfPlayConfig.update_hooks`): the counterfactual rows' loss,
+the give-back table and the search targets' loss.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from dragons_egg.experiments.training.counterfactual import tribute_rows
-from dragons_egg.experiments.training.network import build_network, new_table, torch_module
-from dragons_egg.experiments.training.rollout import (
-    Rollout,
-    TributeReplay,
-    counterfactual_batch,
-    tribute_regret,
-)
-from dragons_egg_env.actions import NUM_ACTIONS
-from dragons_egg_env.observation import layout
+from dragons_egg.experiments.training.counterfactual import CounterfactualLoss, tribute_rows
+from dragons_egg.experiments.training.network import build_network, torch_module
+from dragons_egg.experiments.training.tribute_table import TableHook
 
 if TYPE_CHECKING:
+    from dragons_egg.experiments.training.counterfactual import TributeReplay
+    from dragons_egg.experiments.training.hooks import UpdateHook
+    from dragons_egg.experiments.training.rollout import Rollout
     from dragons_egg.experiments.training.settings import SelfPlayConfig
+    from dragons_egg.experiments.training.tribute_table import GiveBackTable
 
-
-#: With search targets, every this many-th cycle of the folder's table sizes (one batch of
-#: each size in its ``players`` list, in turn) is held out of the fit, for the evaluations'
-#: ``search_ce`` and ``search_agree`` (:meth:`Learner.search_figures`).
-HELD_OUT = 20
+H = TypeVar("H", bound="UpdateHook")
 
 
 class Learner:
-    """The network, its optimiser and the PPO update."""
+    """The network, its optimiser, the PPO update and the plug-ins' update hooks."""
 
     def __init__(self, cfg: SelfPlayConfig) -> None:
         torch = torch_module()
@@ -47,84 +41,41 @@ class Learner:
         self.after_backward: Any = None
         #: Called before each minibatch: the pipelined trainer sets torch's threads here.
         self.before_minibatch: Any = None
-        #: The counterfactual decisions every update fits (``tribute_cf_replay``), else None.
-        keep = cfg.tribute_cf.tribute_cf_replay
-        self.replay = TributeReplay(keep) if keep else None
-        #: The give-back table learned beside the network (``tribute_table``), else None.
-        self.table = new_table(cfg)
-        #: The search targets every minibatch fits (``search_targets``: obs, mask and
-        #: target tensors), else None; :meth:`load_search_targets`.
-        self.search: dict[str, Any] | None = None
-        #: The held-out search targets the evaluations measure (:meth:`search_figures`).
-        self.search_held: dict[str, Any] | None = None
+        #: The plug-ins' hooks in the update, in their order (:mod:`.hooks`).
+        self.hooks: list[UpdateHook] = cfg.update_hooks()
 
-    def search_figures(self) -> dict[str, float]:
-        """On the held-out search targets (none: ``{}``): the policy's cross-entropy against
-        the visit distributions (``search_ce``) and the share of decisions where its most
-        likely move is the move the search played (``search_agree``, by table size
-        ``search_agree_<N>p``, on the decisions where the search played another move than
-        its guiding network's most likely one ``search_agree_overruled``, and on the others
-        ``search_agree_kept``)."""
-        held = self.search_held
-        if held is None:
-            return {}
-        torch = self.torch
-        with torch.no_grad():
-            ce = self._search_loss(held).item()
-            logits, _ = self.model(held["obs"], held["mask"])
-            same = (logits.argmax(-1) == held["played"]).float()
-        out = {"search_ce": round(ce, 4), "search_agree": round(same.mean().item(), 4)}
-        # the decisions where the search overruled its guide carry what the search adds; on
-        # the others, the search and its guide agree, and the policy should keep that move
-        over = held["overruled"]
-        if over.any():
-            out["search_agree_overruled"] = round(same[over].mean().item(), 4)
-        if (~over).any():
-            out["search_agree_kept"] = round(same[~over].mean().item(), 4)
-        for n in sorted(set(held["players"].tolist())):
-            out[f"search_agree_{n}p"] = round(same[held["players"] == n].mean().item(), 4)
-        return out
+    def hook(self, cls: type[H]) -> H:
+        """The update hook of type ``cls``; a ``LookupError`` when its plug-in is off."""
+        for h in self.hooks:
+            if isinstance(h, cls):
+                return h
+        raise LookupError(f"no {cls.__name__} among the learner's hooks (its plug-in is off)")
 
-    def load_search_targets(self, folder: str) -> dict[str, Any]:
-        """Load a search-targets folder (every batch checked:
-        :func:`~dragons_egg.experiments.training.search_targets.load_targets`) for the
-        updates to fit; returns what it holds (decisions, table sizes, the policy file's
-        SHA-256 and the gathering seconds), for the run's provenance. A ``ValueError`` when
-        its observations are not this network's (another ``max_players``)."""
-        from dragons_egg.experiments.training.search_targets import load_targets
+    def find_hook(self, cls: type[H]) -> H | None:
+        """The update hook of type ``cls``, else None."""
+        return next((h for h in self.hooks if isinstance(h, cls)), None)
 
-        data, settings = load_targets(folder)
-        width = layout(self.cfg.max_players).size
-        if data["obs"].shape[1] != width or data["mask"].shape[1] != NUM_ACTIONS:
-            raise ValueError(f"search_targets {folder}: its observations have "
-                             f"{data['obs'].shape[1]} values, this network reads {width} "
-                             f"(max_players {self.cfg.max_players})")
-        torch = self.torch
-        # every HELD_OUT-th cycle of table sizes (whole matches on deals of their own, every
-        # size in its share) is not fitted: the evaluations measure on it how far the policy
-        # has come towards the search
-        cycle = data["batch"] // len(settings["players"])
-        held = cycle % HELD_OUT == HELD_OUT - 1
+    @property
+    def replay(self) -> TributeReplay | None:
+        """The counterfactual decisions every update fits (``tribute_cf_replay``), else
+        None."""
+        loss = self.find_hook(CounterfactualLoss)
+        return None if loss is None else loss.replay
 
-        def tensors(rows: np.ndarray) -> dict[str, Any]:
-            return {"obs": torch.from_numpy(data["obs"][rows].astype(np.float32)),
-                    "mask": torch.from_numpy(data["mask"][rows].astype(bool)),
-                    "target": torch.from_numpy(data["target"][rows].astype(np.float32)),
-                    "played": torch.from_numpy(data["played"][rows].astype(np.int64)),
-                    "players": torch.from_numpy(data["players"][rows].astype(np.int64)),
-                    "overruled": torch.from_numpy(data["played"][rows] != data["net_move"][rows])}
-        self.search = tensors(~held)
-        self.search_held = tensors(held) if held.any() else None
-        sizes, counts = np.unique(data["players"], return_counts=True)
-        return {"folder": str(folder), "decisions": int((~held).sum()),
-                "held_out": int(held.sum()),
-                "decisions_by_players": {str(int(n)): int(c) for n, c in zip(sizes, counts,
-                                                                             strict=True)},
-                "policy": settings["policy"], "policy_sha256": settings["policy_sha256"],
-                "iterations": settings["iterations"],
-                "gathered_seconds": round(float(settings["gathered_seconds"]), 1)}
+    @property
+    def table(self) -> GiveBackTable | None:
+        """The give-back table learned beside the network (``tribute_table``), else None."""
+        hook = self.find_hook(TableHook)
+        return None if hook is None else hook.table
+
+    def hook_states(self) -> dict[str, Any]:
+        """What the checkpoint keeps of the hooks, under each one's ``name``."""
+        return {h.name: h.state() for h in self.hooks if h.name}
 
     def update(self, ro: Rollout, adv: np.ndarray) -> dict[str, float]:
+        """One PPO update on the rollout ``ro`` with the advantages ``adv``, the hooks'
+        loss terms included; returns its figures (means over the minibatches, then the
+        hooks' figures)."""
         torch = self.torch
         cfg = self.cfg
         idx = np.flatnonzero(ro.learner)
@@ -136,56 +87,34 @@ class Learner:
         n = len(idx)
         stats = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "clip_frac": 0.0,
                  "approx_kl": 0.0}
-        cf = counterfactual_batch(ro) if len(ro.cf_index) else None
-        if self.replay is not None:  # this rollout's decisions and the earlier ones kept
-            cf = self.replay.add(cf)
-        if cf is not None:
-            stats["cf_loss"] = 0.0
-            cf = {k: torch.from_numpy(v) for k, v in cf.items()}
-        search = self.search
-        if search is not None:
-            stats["search_loss"] = 0.0
-        regret = tribute_regret(ro)
-        egg_regret = tribute_regret(ro, egg=True)
-        if self.table is not None and len(ro.cf_index):
-            mask = ro.mask[ro.cf_index]
-            self.table.add(ro.obs[ro.cf_index], mask, ro.cf_q,
-                           np.argmax(np.where(mask, ro.cf_probs, -1.0), axis=1))
+        for h in self.hooks:
+            if h.on_update_start(self, ro) and h.loss_name:
+                stats[h.loss_name] = 0.0
         count = 0
         # equal minibatches of at most ``minibatch`` decisions: no tiny remainder whose
         # advantages could not be normalised (one decision has no standard deviation)
         parts = -(-n // cfg.ppo.minibatch)
         for _ in range(cfg.ppo.epochs):
             perm = torch.randperm(n, generator=self.gen)
-            # the counterfactual rows, spread over the same minibatches (drawn only when
-            # there are some, so that a run without them draws as before)
-            cf_parts = (torch.tensor_split(torch.randperm(len(cf["obs"]), generator=self.gen),
-                                           parts) if cf is not None else [None] * parts)
-            for mb, cmb in zip(torch.tensor_split(perm, parts), cf_parts, strict=True):
+            for h in self.hooks:
+                h.on_epoch_start(self, parts)
+            for k, mb in enumerate(torch.tensor_split(perm, parts)):
                 if self.before_minibatch is not None:
                     self.before_minibatch()
-                sb = None
-                if search is not None:  # drawn only then: a run without them draws as before
-                    rows = torch.randint(len(search["obs"]), (cfg.search.search_batch,),
-                                         generator=self.gen)
-                    sb = {k: search[k][rows] for k in ("obs", "mask", "target")}
-                s = self._minibatch({k: v[mb] for k, v in t.items()},
-                                    None if cmb is None or cf is None or not len(cmb)
-                                    else {k: v[cmb] for k, v in cf.items()}, sb)
-                for k in stats:
-                    stats[k] += s.get(k, 0.0)
+                extra = [h.minibatch(self, k) for h in self.hooks]
+                s = self._minibatch({key: v[mb] for key, v in t.items()}, extra)
+                for key in stats:
+                    stats[key] += s.get(key, 0.0)
                 count += 1
         out = {k: v / max(count, 1) for k, v in stats.items()}
-        if regret is not None:
-            out["cf_regret"] = regret
-        if egg_regret is not None:
-            out["egg_regret"] = egg_regret
-        if self.table is not None:
-            out.update(self.table.figures())
+        for h in self.hooks:
+            out.update(h.figures())
         return out
 
-    def _minibatch(self, b: dict[str, Any], cf: dict[str, Any] | None = None,
-                   search: dict[str, Any] | None = None) -> dict[str, float]:
+    def _minibatch(self, b: dict[str, Any], extra: list[Any] | None = None
+                   ) -> dict[str, float]:
+        """One step on the minibatch ``b`` of PPO's decisions, with each hook's loss term on
+        what it gave for this minibatch (``extra``, in hook order; ``None``: none)."""
         torch = self.torch
         cfg = self.cfg
         logits, v = self.model(b["obs"], b["mask"])
@@ -206,12 +135,13 @@ class Learner:
         ent = -(logp_legal.exp() * logp_legal).sum(-1)
         entropy = (ent * w).sum() / w.sum()
         loss = policy_loss + cfg.ppo.vf_coef * value_loss - cfg.ppo.ent_coef * entropy
-        cf_loss = self._cf_loss(cf) if cf is not None else None
-        if cf_loss is not None:
-            loss = loss + cfg.tribute_cf.tribute_cf_coef * cf_loss
-        search_loss = self._search_loss(search) if search is not None else None
-        if search_loss is not None:
-            loss = loss + cfg.search.search_coef * search_loss
+        terms: dict[str, Any] = {}
+        for h, batch in zip(self.hooks, extra or [None] * len(self.hooks), strict=True):
+            if batch is not None:
+                term = h.loss(self, batch)
+                loss = loss + h.coef * term
+                if h.loss_name:
+                    terms[h.loss_name] = term
         if not torch.isfinite(loss):
             raise FloatingPointError(
                 f"the PPO loss is not finite (policy {policy_loss.item()}, value "
@@ -228,82 +158,8 @@ class Learner:
             clip = ((ratio - 1).abs() > cfg.ppo.clip_range).float().mean().item()
         out = {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(),
                "entropy": entropy.item(), "clip_frac": clip, "approx_kl": kl}
-        if cf_loss is not None:
-            out["cf_loss"] = cf_loss.item()
-        if search_loss is not None:
-            out["search_loss"] = search_loss.item()
+        out.update({name: term.item() for name, term in terms.items()})
         return out
 
-    def _search_loss(self, search: dict[str, Any]) -> Any:
-        """The cross-entropy of the policy against the search's visit distributions: minus
-        the sum over the legal actions of each one's visit share times its log-probability,
-        averaged over the decisions."""
-        torch = self.torch
-        logits, _ = self.model(search["obs"], search["mask"])
-        logp = torch.log_softmax(logits, -1).masked_fill(~search["mask"], 0.0)
-        return -(search["target"] * logp).sum(-1).mean()
 
-    def _cf_loss(self, cf: dict[str, Any]) -> Any:
-        """The all-action clipped surrogate of the counterfactual tribute rows: for each, the
-        behaviour policy's expectation over its legal actions ``a`` of PPO's clipped
-        objective with the ratio ``pi(a) / pi_b(a)`` and the advantage ``A(a)``
-        (:func:`counterfactual_batch`), negated."""
-        torch = self.torch
-        eps = self.cfg.ppo.clip_range
-        logits, _ = self.model(cf["obs"], cf["mask"])
-        if self.cfg.tribute_cf.tribute_cf_update == "logits":
-            return self._cf_logits_loss(logits, cf)
-        if self.cfg.tribute_cf.tribute_cf_update == "regression":
-            return self._cf_regression_loss(logits, cf)
-        logp = torch.log_softmax(logits, -1).masked_fill(~cf["mask"], 0.0)
-        ratio = torch.exp(logp - cf["logp_b"])
-        adv = cf["adv"]
-        obj = torch.min(ratio * adv, ratio.clamp(1 - eps, 1 + eps) * adv)
-        return self._kind_mean(-(cf["probs"] * obj).sum(-1), cf)
-
-    @staticmethod
-    def _centred_logits(logits: Any, mask: Any) -> Any:
-        """Each legal action's logit minus the mean of its decision's legal logits; 0 where
-        illegal (what the logit update pushes and the regression fits)."""
-        z = logits.masked_fill(~mask, 0.0)
-        return (z - z.sum(-1, keepdim=True) / mask.sum(-1, keepdim=True)).masked_fill(~mask, 0.0)
-
-    def _cf_logits_loss(self, logits: Any, cf: dict[str, Any]) -> Any:
-        """The logit update of the counterfactual tribute rows (NeuRD): minus the sum over
-        the legal actions of each one's advantage over the behaviour policy's expected value
-        (``adv_u``) times its logit centred on the legal actions' mean, so that the gradient
-        on a logit is its advantage, whatever its probability; a logit already
-        ``tribute_cf_threshold`` above (below) the mean is not pushed further up (down)."""
-        torch = self.torch
-        mask = cf["mask"]
-        y = self._centred_logits(logits, mask)
-        adv = cf["adv_u"]
-        beta = self.cfg.tribute_cf.tribute_cf_threshold
-        with torch.no_grad():
-            push = torch.where(((adv > 0) & (y < beta)) | ((adv < 0) & (y > -beta)), adv,
-                               torch.zeros_like(adv))
-        return self._kind_mean(-(push * y).sum(-1), cf)
-
-    def _cf_regression_loss(self, logits: Any, cf: dict[str, Any]) -> Any:
-        """The regression of the counterfactual tribute rows: each legal action's logit,
-        centred on the decision's legal mean, fitted to ``tribute_cf_scale`` (``c``) times its
-        centred value (``target``): ``sum_a (y_a - c t_a)^2 / (2c)`` over the legal actions,
-        averaged over the rows, so that the gradient on a logit is its error in round reward,
-        ``y_a / c - t_a`` (the same order as the logit update's pushes)."""
-        mask = cf["mask"]
-        c = self.cfg.tribute_cf.tribute_cf_scale
-        y = self._centred_logits(logits, mask)
-        return self._kind_mean(((y - c * cf["target"]) ** 2).sum(-1), cf) / (2 * c)
-
-    @staticmethod
-    def _kind_mean(per_row: Any, cf: dict[str, Any]) -> Any:
-        """The mean over the tribute rows plus the mean over the Egg holder's rows (each
-        kind weighs in the loss as it would alone); the plain mean where the batch does not
-        mark them (the tribute replay holds tribute rows only)."""
-        egg = cf.get("egg")
-        if egg is None or not bool(egg.any()) or bool(egg.all()):
-            return per_row.mean()
-        return per_row[~egg].mean() + per_row[egg].mean()
-
-
-__all__ = ["HELD_OUT", "Learner"]
+__all__ = ["Learner"]

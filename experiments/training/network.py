@@ -75,11 +75,7 @@ def export_policy(model: Any, cfg: SelfPlayConfig, path: Path, provenance: dict[
 
 def new_table(cfg: SelfPlayConfig) -> GiveBackTable | None:
     """An empty give-back table with the run's settings (``tribute_table``), else None."""
-    if not cfg.table.tribute_table:
-        return None
-    t = cfg.table
-    return GiveBackTable(cfg.max_players, t.tribute_table_shrink, t.tribute_table_window,
-                         cfg.table.tribute_table_min)
+    return cfg.table.new_table(cfg.max_players)
 
 
 __all__ = ["torch_module", "build_network", "export_policy", "new_table"]

@@ -1,9 +1,10 @@
 """Collection for the self-play trainer: the engines of every table size played by the
-learner's policy and the league (:class:`Collector`), the rollout they fill (:class:`Rollout`),
-its advantages (GAE over per-seat trajectories, :func:`advantages`), and the tribute
-decisions played out counterfactually (:func:`counterfactual_batch`, :class:`TributeReplay`,
-:func:`tribute_regret`). A collector runs in the learner's process or as a Ray actor
-(:mod:`.distributed`); both draw the same actions.
+learner's policy and the league (:class:`Collector`), the rollout they fill (:class:`Rollout`)
+and its advantages (GAE over per-seat trajectories, :func:`advantages`). The plug-ins that
+play decisions out act in the collection through their collection hooks (:mod:`.hooks`; the
+tribute and the Egg holder's counterfactuals, :mod:`.counterfactual`), whose rows the rollout
+holds. A collector runs in the learner's process or as a Ray actor (:mod:`.distributed`); both
+draw the same actions.
 """
 
 from __future__ import annotations
@@ -15,13 +16,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from dragons_egg.experiments.training.counterfactual import (
-    counterfactual_values,
-    tribute_rows,
-)
+from dragons_egg.experiments.training.counterfactual import tribute_rows
 from dragons_egg.experiments.training.network import torch_module
 from dragons_egg_env.actions import NUM_ACTIONS
-from dragons_egg_env.cards import EGG
 from dragons_egg_env.observation import layout
 
 if TYPE_CHECKING:
@@ -53,9 +50,10 @@ class Rollout:
     next_index: np.ndarray  # index of the seat's next decision in this rollout, else -1
     bootstrap: np.ndarray  # value of the seat's observation at the end of the rollout
     seat: np.ndarray       # the deciding seat
-    #: Tribute decisions with counterfactual values (``tribute_counterfactual``): their
-    #: indices, ``Q`` of every action (NaN where illegal; :mod:`.counterfactual`) and the
-    #: behaviour policy's probabilities of every action.
+    #: The played-out rows: decisions the collection hooks valued (:mod:`.hooks`; the
+    #: tribute decisions of ``tribute_counterfactual``, the Egg holder's plays of
+    #: ``egg_counterfactual``): their indices, ``Q`` of every action (NaN where illegal;
+    #: :mod:`.counterfactual`) and the behaviour policy's probabilities of every action.
     cf_index: np.ndarray = dataclasses.field(
         default_factory=lambda: np.zeros(0, np.int64))
     cf_q: np.ndarray = dataclasses.field(
@@ -148,13 +146,10 @@ class Collector:
         self.num = off
         self.steps = [eng.reset() for eng in self.engines]
         self.rng = np.random.default_rng(seed)
-        #: Which tribute decisions get counterfactual values, and their representatives (a
-        #: generator of its own, so that the seat draws are the same with or without them).
-        self.cf_rng = np.random.default_rng((seed, 2))
-        #: The same for the Egg holder's play decisions (``egg_counterfactual``).
-        self.egg_rng = np.random.default_rng((seed, 3))
-        #: Where an observation shows the observer's own Egg.
-        self.egg_col = layout(cfg.max_players)["hand"].start + EGG
+        #: The plug-ins' hooks in the collection (:meth:`.settings.SelfPlayConfig.collection_hooks`:
+        #: each with a generator of its own, so that the seat draws are the same with or
+        #: without them).
+        self.hooks = cfg.collection_hooks(seed)
         #: owner[e][b, s]: 0 for the learner, k > 0 for member k-1 of the league (the
         #: snapshots, then the league agents).
         self.owner = [np.zeros((cfg.collection.envs_per_size, n), np.int64)
@@ -182,14 +177,13 @@ class Collector:
                 acting: ActingPolicy | None = None) -> tuple[Rollout, dict[str, float]]:
         """Play ``rollout_steps`` steps of every match. ``act_fn(obs, mask) -> (action, logp,
         value)`` is the learner; ``snap_fns[k]`` the league's members; ``acting`` the policy
-        whose greedy play values tribute choices (needed with ``tribute_counterfactual``)."""
-        share = self.cfg.tribute_cf.tribute_counterfactual
-        egg_share = self.cfg.egg_cf.egg_counterfactual
-        for name, value in (("tribute_counterfactual", share), ("egg_counterfactual", egg_share)):
-            if value and acting is None:
-                raise ValueError(f"{name} needs the acting policy (acting=...)")
-        cf: list[list[tuple[Any, int]]] = [[] for _ in self.engines]
-        egg: list[list[tuple[Any, int]]] = [[] for _ in self.engines]
+        whose greedy play values the decisions the collection hooks play out (needed with
+        any), and whose probabilities of them the rollout keeps (``cf_probs``)."""
+        for hook in self.hooks:
+            if hook.needs_acting and acting is None:  # said before the rollout is played
+                raise ValueError(f"{hook.name or type(hook).__name__} needs the acting "
+                                 "policy (acting=...)")
+            hook.on_collect_start(self)
         T, B = self.cfg.collection.rollout_steps, self.num
         size = layout(self.cfg.max_players).size
         N = T * B
@@ -224,76 +218,24 @@ class Collector:
                 idx = t * B + o + np.arange(eng.num_envs)
                 rows = slice(o, o + eng.num_envs)
                 self._before(e, pending[e], idx, seat[rows], learn[rows], ro)
-                if share:
-                    self._pick_counterfactual(e, share, mask[rows], learn[rows], idx, cf[e])
-                if egg_share:
-                    self._pick_egg(e, egg_share, obs[rows], mask[rows], learn[rows], idx,
-                                   egg[e])
+                for hook in self.hooks:
+                    hook.before_step(self, e, obs[rows], mask[rows], learn[rows], idx)
                 st = eng.step(actions[rows])
                 self.steps[e] = st
                 rounds += int(st.round_ended.sum())
                 self._after(e, pending[e], st, ro)
         self._bootstrap(pending, value_fn, ro)
-        if share or egg_share:
-            assert acting is not None
-            self._counterfactual(cf, egg, acting, ro)
+        parts = [p for hook in self.hooks
+                 if (p := hook.on_collect_end(self, ro, acting)) is not None]
+        if parts:
+            if acting is None:
+                raise ValueError("the played-out rows need the acting policy (acting=...)")
+            ro.cf_index = np.concatenate([p.rows for p in parts])
+            ro.cf_q = np.concatenate([p.q for p in parts])
+            ro.cf_egg = np.concatenate([p.egg for p in parts])
+            ro.cf_probs = acting.probs(ro.obs[ro.cf_index], ro.mask[ro.cf_index])
         return ro, {"rounds": rounds, "cf_states": len(ro.cf_index),
                     "egg_states": int(ro.cf_egg.sum())}
-
-    def _pick_counterfactual(self, e: int, share: float, mask: np.ndarray, learn: np.ndarray,
-                             idx: np.ndarray, out: list[tuple[Any, int]]) -> None:
-        """Keep the state of a share of engine ``e``'s learner tribute decisions with a
-        choice, before they are played."""
-        choice = learn & tribute_rows(mask) & (mask.sum(axis=1) > 1)
-        self._keep(e, choice, share, self.cf_rng, idx, out)
-
-    def _pick_egg(self, e: int, share: float, obs: np.ndarray, mask: np.ndarray,
-                  learn: np.ndarray, idx: np.ndarray, out: list[tuple[Any, int]]) -> None:
-        """Keep the state of a share of engine ``e``'s learner play decisions with a choice
-        whose seat holds the Egg, before they are played."""
-        choice = (learn & (obs[:, self.egg_col] > 0) & ~tribute_rows(mask)
-                  & (mask.sum(axis=1) > 1))
-        self._keep(e, choice, share, self.egg_rng, idx, out)
-
-    def _keep(self, e: int, choice: np.ndarray, share: float, rng: np.random.Generator,
-              idx: np.ndarray, out: list[tuple[Any, int]]) -> None:
-        """Append ``(state, rollout index)`` of each row of ``choice`` that ``rng`` draws
-        with probability ``share`` (no draw when there is none)."""
-        rows = np.flatnonzero(choice)
-        if not len(rows):
-            return
-        rows = rows[rng.random(len(rows)) < share]
-        eng = self.engines[e]
-        for b in rows:
-            out.append((eng.to_state(int(b)), int(idx[b])))
-
-    def _counterfactual(self, cf: list[list[tuple[Any, int]]],
-                        egg: list[list[tuple[Any, int]]], acting: ActingPolicy,
-                        ro: Rollout) -> None:
-        """The counterfactual values of the kept tribute decisions (every class of choice
-        played out to the end of the round by the acting policy, greedy) and of the kept
-        plays of the Egg's holder (every legal play: each is a class of its own), per table
-        size."""
-        index, qs, kinds = [], [], []
-        for kept_lists, is_egg, rng in ((cf, False, self.cf_rng), (egg, True, self.egg_rng)):
-            for kept in kept_lists:
-                if not kept:
-                    continue
-                at = np.array([i for _, i in kept], np.int64)
-                states = [s for s, _ in kept]
-                seats = [s.current for s in states]
-                q = counterfactual_values(states, seats, ro.mask[at], acting.greedy,
-                                          acting.greedy, self.cfg.max_players,
-                                          int(rng.integers(2**62)), per_class=not is_egg,
-                                          rng=rng)
-                index.append(at)
-                qs.append(q.astype(np.float32))
-                kinds.append(np.full(len(at), is_egg))
-        if index:
-            ro.cf_index = np.concatenate(index)
-            ro.cf_q = np.concatenate(qs)
-            ro.cf_egg = np.concatenate(kinds)
-            ro.cf_probs = acting.probs(ro.obs[ro.cf_index], ro.mask[ro.cf_index])
 
     @staticmethod
     def _before(e: int, pend: np.ndarray, idx: np.ndarray, seat: np.ndarray,
@@ -359,116 +301,4 @@ def advantages(ro: Rollout, T: int, B: int, gamma: float, lam: float,
     return adv
 
 
-def counterfactual_batch(ro: Rollout) -> dict[str, np.ndarray]:
-    """The counterfactual tribute rows of a rollout as the learner trains on them: the
-    observation, mask, behaviour probabilities ``probs`` (and their logs, 0 where illegal)
-    and each legal action's advantage ``A(a) = Q(a) - sum_b pi_b(b) Q(b)``, divided by the
-    behaviour policy's root mean square of ``A`` over every row (as PPO normalises its
-    advantages); 0 where illegal; ``adv_u`` the same ``A`` divided by its root mean square
-    over every legal action alike (the logit update's); ``target`` each legal action's value
-    minus the legal actions' mean value (the regression's), 0 where illegal; ``egg`` which
-    rows are the Egg holder's plays (``egg_counterfactual``). The tribute rows and the Egg
-    holder's rows are normalised apart, each over its own rows, so that either scales as it
-    would alone. Rows whose actions all have the same value add nothing."""
-    mask = ro.mask[ro.cf_index]
-    probs = np.where(mask, np.maximum(ro.cf_probs, 1e-8), 0.0).astype(np.float32)
-    probs /= probs.sum(axis=1, keepdims=True)
-    q = np.where(mask, np.nan_to_num(ro.cf_q), 0.0)
-    raw = np.where(mask, q - (probs * q).sum(axis=1, keepdims=True), 0.0)
-    egg = _egg_rows(ro)
-    adv, adv_u = np.zeros_like(raw), np.zeros_like(raw)
-    for rows in (~egg, egg):
-        if rows.any():
-            r = raw[rows]
-            adv[rows] = r / (float(np.sqrt((probs[rows] * r ** 2).sum(axis=1).mean())) + 1e-8)
-            # the same advantages divided instead by their root mean square over every legal
-            # action of every row, weighed alike (the logit update's: an action the behaviour
-            # policy almost never plays counts as much as the one it plays)
-            adv_u[rows] = r / (float(np.sqrt((r ** 2).sum() / mask[rows].sum())) + 1e-8)
-    target = np.where(mask, q - q.sum(axis=1, keepdims=True) / mask.sum(axis=1, keepdims=True),
-                      0.0)
-    return {"obs": np.ascontiguousarray(ro.obs[ro.cf_index]), "mask": mask,
-            "probs": probs, "logp_b": np.where(mask, np.log(probs + (~mask)), 0.0
-                                                ).astype(np.float32),
-            "adv": adv.astype(np.float32), "adv_u": adv_u.astype(np.float32),
-            "target": target.astype(np.float32), "egg": egg}
-
-
-def _egg_rows(ro: Rollout) -> np.ndarray:
-    """Which counterfactual rows are the Egg holder's plays (none in a rollout built
-    without the marker)."""
-    if len(ro.cf_egg) == len(ro.cf_index):
-        return ro.cf_egg.astype(bool)
-    return np.zeros(len(ro.cf_index), bool)
-
-
-class TributeReplay:
-    """The last ``size`` counterfactual tribute decisions (``tribute_cf_replay``), oldest
-    first: what the regression fits of each (:data:`KEYS` of :func:`counterfactual_batch`)."""
-
-    KEYS = ("obs", "mask", "target")
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.data: dict[str, np.ndarray] | None = None
-
-    def __len__(self) -> int:
-        return 0 if self.data is None else len(self.data["target"])
-
-    def add(self, batch: dict[str, np.ndarray] | None) -> dict[str, np.ndarray] | None:
-        """Keep ``batch``'s decisions (``None``: none), dropping the oldest past ``size``;
-        every decision kept, this batch's last."""
-        if batch is not None and len(batch["target"]):
-            new = {k: np.asarray(batch[k]) for k in self.KEYS}
-            if self.data is not None:
-                new = {k: np.concatenate([self.data[k], new[k]]) for k in self.KEYS}
-            self.data = {k: np.ascontiguousarray(v[-self.size:]) for k, v in new.items()}
-        return self.data
-
-    def state(self) -> dict[str, Any]:
-        """The decisions as a checkpoint holds them (tensors; empty: ``{}``)."""
-        torch = torch_module()
-        return {} if self.data is None else {k: torch.from_numpy(v) for k, v in
-                                             self.data.items()}
-
-    def load(self, state: dict[str, Any]) -> None:
-        """The decisions of :meth:`state` (the last ``size`` of them: a resume may keep fewer);
-        a ``ValueError`` naming what is wrong with a damaged one."""
-        if not state:
-            self.data = None
-            return
-        if set(state) != set(self.KEYS):
-            raise ValueError(f"the checkpoint's tribute replay holds {sorted(state)}, not "
-                             f"{list(self.KEYS)}")
-        torch = torch_module()
-        if not all(isinstance(state[k], torch.Tensor) for k in self.KEYS):
-            raise ValueError("the checkpoint's tribute replay holds something other than "
-                             "tensors")
-        data = {k: state[k].numpy() for k in self.KEYS}
-        rows = {len(v) for v in data.values()}
-        if len(rows) != 1 or data["mask"].dtype != np.bool_ or data["mask"].ndim != 2 or \
-                data["mask"].shape != data["target"].shape or data["obs"].ndim != 2:
-            raise ValueError("the checkpoint's tribute replay is damaged: its arrays do not "
-                             "agree in rows or shape")
-        self.data = None
-        self.add(data)
-
-
-def tribute_regret(ro: Rollout, egg: bool = False) -> float | None:
-    """How far the behaviour policy's tribute choices fall short of the best, in round reward:
-    the mean over the rollout's counterfactual tribute rows of
-    ``max_a Q(a) - sum_a pi_b(a) Q(a)`` (0 for a policy that always takes a best choice of
-    the deal; logged as ``cf_regret``, the learning curve of the tribute). With ``egg``, the
-    same over the Egg holder's plays (``egg_regret``). ``None`` without such rows."""
-    rows = _egg_rows(ro) == egg
-    if not rows.any():
-        return None
-    mask = ro.mask[ro.cf_index[rows]]
-    q = np.where(mask, np.nan_to_num(ro.cf_q[rows]), -np.inf)
-    probs = np.where(mask, ro.cf_probs[rows], 0.0)
-    expected = (probs * np.where(mask, q, 0.0)).sum(axis=1) / probs.sum(axis=1)
-    return float((q.max(axis=1) - expected).mean())
-
-
-__all__ = ["Rollout", "ActingPolicy", "snapshot_fns", "Collector", "advantages",
-           "counterfactual_batch", "TributeReplay", "tribute_regret"]
+__all__ = ["Rollout", "ActingPolicy", "snapshot_fns", "Collector", "advantages"]

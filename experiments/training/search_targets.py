@@ -53,7 +53,10 @@ from dragons_egg.experiments.common.settings import (
     require,
 )
 from dragons_egg.experiments.training.callbacks import TrainerCallback
+from dragons_egg.experiments.training.hooks import UpdateHook
+from dragons_egg_env.actions import NUM_ACTIONS
 from dragons_egg_env.extras import require_cli
+from dragons_egg_env.observation import layout
 
 if TYPE_CHECKING:
     from multiprocessing.pool import AsyncResult
@@ -87,6 +90,11 @@ class SearchTargetSettings(SettingsGroup):
         """The plug-in's hooks on the run (:class:`SearchTargetsPlugin`)."""
         return SearchTargetsPlugin(self)
 
+    def update_hook(self) -> SearchTargetLoss:
+        """The plug-in's update hook (:class:`SearchTargetLoss`), empty until the run
+        starts and loads the folder."""
+        return SearchTargetLoss(self)
+
     def check_folder(self) -> None:
         """A ``ValueError`` unless ``search_targets`` is empty or a search-targets folder
         (checked before a run starts, not when the settings are read: a finished run's
@@ -101,17 +109,127 @@ BATCH_KEYS = ("obs", "mask", "target", "players", "played", "net_move", "meta")
 STRIDE = 1_000_003
 
 
+#: Every this many-th cycle of the folder's table sizes (one batch of each size in its
+#: ``players`` list, in turn) is held out of the fit, for the evaluations' ``search_ce`` and
+#: ``search_agree`` (:meth:`SearchTargetLoss.search_figures`).
+HELD_OUT = 20
+
+
+class SearchTargetLoss(UpdateHook):
+    """The update hook of the search targets: once :meth:`load_folder` has loaded a folder,
+    every minibatch also fits ``search_batch`` of its decisions, drawn at random, with the
+    cross-entropy of the policy against the search's visit distributions (weight
+    ``search_coef``; the update's figure ``search_loss``)."""
+
+    loss_name = "search_loss"
+
+    def __init__(self, settings: SearchTargetSettings) -> None:
+        self.settings = settings
+        self.coef = settings.search_coef
+        #: The search targets every minibatch fits (obs, mask and target tensors), else
+        #: None.
+        self.search: dict[str, Any] | None = None
+        #: The held-out search targets the evaluations measure (:meth:`search_figures`).
+        self.search_held: dict[str, Any] | None = None
+
+    def load_folder(self, learner: Any, folder: str) -> dict[str, Any]:
+        """Load a search-targets folder (every batch checked: :func:`load_targets`) for the
+        updates to fit; returns what it holds (decisions, table sizes, the policy file's
+        SHA-256 and the gathering seconds), for the run's provenance. A ``ValueError`` when
+        its observations are not the learner's network's (another ``max_players``)."""
+        data, settings = load_targets(folder)
+        max_players = learner.cfg.max_players
+        width = layout(max_players).size
+        if data["obs"].shape[1] != width or data["mask"].shape[1] != NUM_ACTIONS:
+            raise ValueError(f"search_targets {folder}: its observations have "
+                             f"{data['obs'].shape[1]} values, this network reads {width} "
+                             f"(max_players {max_players})")
+        torch = learner.torch
+        # every HELD_OUT-th cycle of table sizes (whole matches on deals of their own, every
+        # size in its share) is not fitted: the evaluations measure on it how far the policy
+        # has come towards the search
+        cycle = data["batch"] // len(settings["players"])
+        held = cycle % HELD_OUT == HELD_OUT - 1
+
+        def tensors(rows: np.ndarray) -> dict[str, Any]:
+            return {"obs": torch.from_numpy(data["obs"][rows].astype(np.float32)),
+                    "mask": torch.from_numpy(data["mask"][rows].astype(bool)),
+                    "target": torch.from_numpy(data["target"][rows].astype(np.float32)),
+                    "played": torch.from_numpy(data["played"][rows].astype(np.int64)),
+                    "players": torch.from_numpy(data["players"][rows].astype(np.int64)),
+                    "overruled": torch.from_numpy(data["played"][rows] != data["net_move"][rows])}
+        self.search = tensors(~held)
+        self.search_held = tensors(held) if held.any() else None
+        sizes, counts = np.unique(data["players"], return_counts=True)
+        return {"folder": str(folder), "decisions": int((~held).sum()),
+                "held_out": int(held.sum()),
+                "decisions_by_players": {str(int(n)): int(c) for n, c in zip(sizes, counts,
+                                                                             strict=True)},
+                "policy": settings["policy"], "policy_sha256": settings["policy_sha256"],
+                "iterations": settings["iterations"],
+                "gathered_seconds": round(float(settings["gathered_seconds"]), 1)}
+
+    def on_update_start(self, learner: Any, ro: Any) -> bool:
+        return self.search is not None
+
+    def minibatch(self, learner: Any, k: int) -> dict[str, Any] | None:
+        search = self.search
+        if search is None:  # drawn only then: a run without them draws as before
+            return None
+        rows = learner.torch.randint(len(search["obs"]), (self.settings.search_batch,),
+                                     generator=learner.gen)
+        return {key: search[key][rows] for key in ("obs", "mask", "target")}
+
+    def loss(self, learner: Any, batch: dict[str, Any]) -> Any:
+        """The cross-entropy of the policy against the search's visit distributions: minus
+        the sum over the legal actions of each one's visit share times its log-probability,
+        averaged over the decisions."""
+        torch = learner.torch
+        logits, _ = learner.model(batch["obs"], batch["mask"])
+        logp = torch.log_softmax(logits, -1).masked_fill(~batch["mask"], 0.0)
+        return -(batch["target"] * logp).sum(-1).mean()
+
+    def search_figures(self, learner: Any) -> dict[str, float]:
+        """On the held-out search targets (none: ``{}``): the policy's cross-entropy against
+        the visit distributions (``search_ce``) and the share of decisions where its most
+        likely move is the move the search played (``search_agree``, by table size
+        ``search_agree_<N>p``, on the decisions where the search played another move than
+        its guiding network's most likely one ``search_agree_overruled``, and on the others
+        ``search_agree_kept``)."""
+        held = self.search_held
+        if held is None:
+            return {}
+        torch = learner.torch
+        with torch.no_grad():
+            ce = self.loss(learner, held).item()
+            logits, _ = learner.model(held["obs"], held["mask"])
+            same = (logits.argmax(-1) == held["played"]).float()
+        out = {"search_ce": round(ce, 4), "search_agree": round(same.mean().item(), 4)}
+        # the decisions where the search overruled its guide carry what the search adds; on
+        # the others, the search and its guide agree, and the policy should keep that move
+        over = held["overruled"]
+        if over.any():
+            out["search_agree_overruled"] = round(same[over].mean().item(), 4)
+        if (~over).any():
+            out["search_agree_kept"] = round(same[~over].mean().item(), 4)
+        for n in sorted(set(held["players"].tolist())):
+            out[f"search_agree_{n}p"] = round(same[held["players"] == n].mean().item(), 4)
+        return out
+
+
 class SearchTargetsPlugin(TrainerCallback):
     """The search targets on the self-play trainer's hooks: at the start of the run the
-    folder's decisions are loaded into the learner (which fits them with every minibatch) and
-    said in one line; each evaluation gains the policy's figures on the held-out decisions
-    (``search_ce``, ``search_agree``, ...: :meth:`~.learner.Learner.search_figures`)."""
+    folder's decisions are loaded into the learner's :class:`SearchTargetLoss` (which fits
+    them with every minibatch) and said in one line; each evaluation gains the policy's
+    figures on the held-out decisions (``search_ce``, ``search_agree``, ...:
+    :meth:`SearchTargetLoss.search_figures`)."""
 
     def __init__(self, settings: SearchTargetSettings) -> None:
         self.settings = settings
 
     def on_run_start(self, run: Any) -> None:
-        info = run.learner.load_search_targets(self.settings.search_targets)
+        hook = run.learner.hook(SearchTargetLoss)
+        info = hook.load_folder(run.learner, self.settings.search_targets)
         run.search_info = info  # recorded in the policies' provenance
         total = info["decisions"] + info["held_out"]
         print(f"search targets: {total:,} decisions of ismcts-net "
@@ -122,7 +240,7 @@ class SearchTargetsPlugin(TrainerCallback):
               flush=True)
 
     def on_eval_end(self, run: Any, row: dict[str, Any]) -> None:
-        row.update(run.learner.search_figures())
+        row.update(run.learner.hook(SearchTargetLoss).search_figures(run.learner))
 
 
 def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from dragons_egg.experiments.common.settings import (
     require,
 )
 from dragons_egg.experiments.training.callbacks import TrainerCallback
+from dragons_egg.experiments.training.hooks import CollectionHook, UpdateHook
 from dragons_egg.experiments.training.counterfactual import (
     EggCounterfactualSettings,
     TributeCounterfactualSettings,
@@ -261,9 +262,29 @@ class SelfPlayConfig(RulesSettings, RunSettings):
 
     def plugin_callbacks(self) -> list[TrainerCallback]:
         """The hooks of the plug-ins that are on and act around the loop
-        (:mod:`.callbacks`): the search targets' (the others act inside the collection and
-        the update, on their settings)."""
+        (:mod:`.callbacks`): the search targets' (they load their folder at the start of
+        the run and add their figures to each evaluation)."""
         return [self.search.callback()] if self.search.search_targets else []
+
+    def collection_hooks(self, seed: int) -> list[CollectionHook]:
+        """The hooks of the plug-ins that are on inside a collector seeded ``seed``
+        (:mod:`.hooks`), in this order: ``tribute_cf``'s, then ``egg_cf``'s."""
+        return [group.collection_hook(seed, self.max_players)
+                for group in (self.tribute_cf, self.egg_cf) if group.on]
+
+    def update_hooks(self) -> list[UpdateHook]:
+        """The hooks of the plug-ins that are on inside the learner's update (:mod:`.hooks`),
+        in this order: the counterfactual rows' loss (``tribute_cf`` or ``egg_cf``), the
+        give-back table (``table``), the search targets' loss (``search``)."""
+        out: list[UpdateHook] = []
+        if self.tribute_cf.on or self.egg_cf.on:
+            out.append(self.tribute_cf.update_hook(self.ppo.clip_range))
+        table = self.table.update_hook(self.max_players)
+        if table is not None:
+            out.append(table)
+        if self.search.search_targets:
+            out.append(self.search.update_hook())
+        return out
 
     @classmethod
     def migrate(cls, data: dict[str, Any]) -> dict[str, Any]:

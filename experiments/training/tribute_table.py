@@ -36,7 +36,7 @@ The table is in the checkpoint, so a resumed run goes on with the same sums and 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -48,6 +48,11 @@ from dragons_egg_env.cards import NUM_NUMBERS
 from dragons_egg_env.config import TABLE_SIZES
 
 from .counterfactual import COLUMN_GROUP
+from .hooks import UpdateHook
+
+if TYPE_CHECKING:
+    from .learner import Learner
+    from .rollout import Rollout
 
 #: Keys per table size: card group (0..9: number - 1, 10: the dragon cards) x count held (0..4).
 KEYS = GROUPS * 5
@@ -87,6 +92,18 @@ class TributeTableSettings(SettingsGroup):
         check_range(1 <= self.tribute_table_min <= self.tribute_table_window,
                     "tribute_table_min", self.tribute_table_min,
                     f"in 1..tribute_table_window ({self.tribute_table_window})")
+
+    def new_table(self, max_players: int) -> GiveBackTable | None:
+        """An empty give-back table with these settings, else None (``tribute_table`` off)."""
+        if not self.tribute_table:
+            return None
+        return GiveBackTable(max_players, self.tribute_table_shrink, self.tribute_table_window,
+                             self.tribute_table_min)
+
+    def update_hook(self, max_players: int) -> TableHook | None:
+        """The plug-in's update hook (:class:`TableHook`), else None."""
+        table = self.new_table(max_players)
+        return None if table is None else TableHook(table)
 
 
 def give_rows(mask: np.ndarray) -> npt.NDArray[np.bool_]:
@@ -290,3 +307,33 @@ class GiveBackTable:
         self.sums, self.counts = sums, counts
         self.held_out = [h[-self.window:] for h in held]
         self.fitted = fitted
+
+
+class TableHook(UpdateHook):
+    """The update hook of the ``table`` plug-in: at the start of each update, the rollout's
+    counterfactual rows (:mod:`.counterfactual`'s, as the learner trains on them) join the
+    table (:meth:`GiveBackTable.add`; the behaviour policy's most likely choice is the
+    network's give-back it is scored against); its figures are the table's
+    (:meth:`GiveBackTable.figures`). The table is kept in the checkpoint
+    (``tribute_table``) and written into every exported policy."""
+
+    name = "tribute_table"
+
+    def __init__(self, table: GiveBackTable) -> None:
+        self.table = table
+
+    def on_update_start(self, learner: Learner, ro: Rollout) -> bool:
+        if len(ro.cf_index):
+            mask = ro.mask[ro.cf_index]
+            self.table.add(ro.obs[ro.cf_index], mask, ro.cf_q,
+                           np.argmax(np.where(mask, ro.cf_probs, -1.0), axis=1))
+        return False
+
+    def figures(self) -> dict[str, float]:
+        return self.table.figures()
+
+    def state(self) -> dict[str, Any]:
+        return self.table.state()
+
+    def load(self, state: dict[str, Any]) -> None:
+        self.table.load(state)

@@ -20,6 +20,8 @@ from dragons_egg.experiments.training.learner import Learner  # noqa: E402
 from dragons_egg.experiments.training.selfplay import Run  # noqa: E402
 from dragons_egg_env import engine as E  # noqa: E402
 from dragons_egg_env.actions import ASK_BASE, NUM_ACTIONS, PASS  # noqa: E402
+from dragons_egg_env.cards import EGG  # noqa: E402
+from dragons_egg_env.observation import layout  # noqa: E402
 
 
 def first_legal(obs, mask):
@@ -112,7 +114,7 @@ def test_the_batch_centres_the_values_on_the_behaviour_policy():
         terminal=np.zeros(2, bool), next_index=np.full(2, -1), bootstrap=np.zeros(2),
         seat=np.zeros(2, np.int64), cf_index=np.array([0, 1]), cf_q=q,
         cf_probs=probs.astype(np.float32))
-    b = rollout.counterfactual_batch(ro)
+    b = cf.counterfactual_batch(ro)
     assert (b["adv"][~mask] == 0).all()
     assert (b["probs"] * b["adv"]).sum(axis=1) == pytest.approx([0, 0], abs=1e-6)
     assert np.all(b["adv"][1] == 0)
@@ -121,7 +123,7 @@ def test_the_batch_centres_the_values_on_the_behaviour_policy():
     a0 = b["adv"][0]
     assert a0[ASK_BASE] > a0[PASS] > a0[ASK_BASE + 4]
     # the regret: best minus expected under the behaviour policy (uniform here)
-    assert rollout.tribute_regret(ro) == pytest.approx(((1 - 0) + (0.5 - 0.5)) / 2)
+    assert cf.tribute_regret(ro) == pytest.approx(((1 - 0) + (0.5 - 0.5)) / 2)
     # the logit update's advantages: the same, over the behaviour policy's expected value,
     # with a root mean square of 1 over every legal action of every row alike
     u = b["adv_u"]
@@ -146,7 +148,7 @@ def test_the_logit_update_pushes_each_logit_by_its_advantage_whatever_its_probab
     z = z.masked_fill(~mask, -1e9).requires_grad_()
     adv = torch.zeros((2, NUM_ACTIONS))
     adv[:, [PASS, ASK_BASE, ASK_BASE + 4]] = torch.tensor([-1.0, 2.0, -1.0])
-    learner._cf_logits_loss(z, {"mask": mask, "adv_u": adv}).backward()
+    cf.CounterfactualLoss(learner.cfg.tribute_cf, 0.2).logits_loss(z, {"mask": mask, "adv_u": adv}).backward()
     g = -z.grad  # the direction a step moves the logits
     # row 0: the ask, almost never played, moves up as much as a likely action would (the
     # surrogate's step on it would be scaled by its probability, ~1e-6); the gradient is
@@ -178,7 +180,7 @@ def test_the_regression_fits_each_logit_to_its_scaled_value(tmp_path):
     target = torch.zeros((2, NUM_ACTIONS))
     target[:, legal] = torch.tensor([-0.1, 0.2, -0.1])
     z = z.masked_fill(~mask, -1e9).requires_grad_()
-    loss = learner._cf_regression_loss(z, {"mask": mask, "target": target})
+    loss = cf.CounterfactualLoss(learner.cfg.tribute_cf, 0.2).regression_loss(z, {"mask": mask, "target": target})
     loss.backward()
     y0 = np.array([13.0, 0.0, 0.0]) - 13.0 / 3
     want0 = (y0 / 10 - np.array([-0.1, 0.2, -0.1])) / 2  # mean over the 2 rows
@@ -196,7 +198,7 @@ def test_the_replay_keeps_the_last_decisions_and_survives_a_checkpoint(tmp_path)
     them every update and is saved in the checkpoint, so a resumed run goes on as the run
     would have; a damaged replay in a checkpoint is named."""
     torch = pytest.importorskip("torch")
-    replay = rollout.TributeReplay(5)
+    replay = cf.TributeReplay(5)
     batch = {"obs": np.arange(12, dtype=np.float32).reshape(4, 3),
              "mask": np.ones((4, 2), bool), "target": np.arange(8, dtype=np.float32
                                                                 ).reshape(4, 2),
@@ -204,9 +206,9 @@ def test_the_replay_keeps_the_last_decisions_and_survives_a_checkpoint(tmp_path)
     assert replay.add(None) is None and len(replay) == 0
     replay.add(batch)
     kept = replay.add(batch)
-    assert len(replay) == 5 and set(kept) == set(rollout.TributeReplay.KEYS)
+    assert len(replay) == 5 and set(kept) == set(cf.TributeReplay.KEYS)
     assert kept["obs"][:, 0].tolist() == [9.0, 0.0, 3.0, 6.0, 9.0]  # oldest first
-    again = rollout.TributeReplay(3)  # a resume that keeps fewer keeps the newest
+    again = cf.TributeReplay(3)  # a resume that keeps fewer keeps the newest
     again.load(replay.state())
     assert again.data["obs"][:, 0].tolist() == [3.0, 6.0, 9.0]
     with pytest.raises(ValueError, match="tribute replay is damaged"):
@@ -223,7 +225,7 @@ def test_the_replay_keeps_the_last_decisions_and_survives_a_checkpoint(tmp_path)
     assert min(first + 1, 40) <= len(run.learner.replay) <= 40  # the second's kept too
     path = run.save()
     resumed = Run(cfg, resume=str(path))
-    for k in rollout.TributeReplay.KEYS:
+    for k in cf.TributeReplay.KEYS:
         assert np.array_equal(resumed.learner.replay.data[k], run.learner.replay.data[k])
     # the same rollout, updated on by both learners: the same step (the same weights,
     # optimiser, generator and replayed decisions); without the replay, another
@@ -338,7 +340,7 @@ def test_an_egg_holders_plays_are_each_played_out(n):
 
 
 def egg_rows(run, ro):
-    col = run.collector.egg_col
+    col = layout(run.cfg.max_players)["hand"].start + EGG  # the holder's own Egg
     return (ro.learner & (ro.obs[:, col] > 0) & ~cf.tribute_rows(ro.mask)
             & (ro.mask.sum(axis=1) > 1))
 
@@ -423,14 +425,14 @@ def test_tribute_and_egg_rows_are_scaled_and_weighed_each_as_alone(tmp_path, upd
     ro, _ = run.collector.collect(run.acting.act, [], run.acting.value, run.acting)
     egg = ro.cf_egg
     assert egg.any() and (~egg).any()
-    both = rollout.counterfactual_batch(ro)
+    both = cf.counterfactual_batch(ro)
     assert np.array_equal(both["egg"], egg)
 
     def alone(rows):
         part = rollout.Rollout(**{**vars(ro), "cf_index": ro.cf_index[rows],
                                    "cf_q": ro.cf_q[rows], "cf_probs": ro.cf_probs[rows],
                                    "cf_egg": egg[rows]})
-        return rollout.counterfactual_batch(part)
+        return cf.counterfactual_batch(part)
 
     for rows in (~egg, egg):
         one = alone(rows)
@@ -438,8 +440,9 @@ def test_tribute_and_egg_rows_are_scaled_and_weighed_each_as_alone(tmp_path, upd
             np.testing.assert_allclose(both[k][rows], one[k], rtol=1e-5, atol=1e-6)
 
     def loss(batch):
-        return run.learner._cf_loss({k: torch.from_numpy(np.asarray(v))
-                                     for k, v in batch.items()}).detach().item()
+        hook = run.learner.hook(cf.CounterfactualLoss)
+        return hook.loss(run.learner, {k: torch.from_numpy(np.asarray(v))
+                                       for k, v in batch.items()}).detach().item()
 
     assert loss(both) == pytest.approx(loss(alone(~egg)) + loss(alone(egg)), rel=1e-4)
     assert loss(alone(egg)) != pytest.approx(0.0)

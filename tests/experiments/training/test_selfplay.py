@@ -17,8 +17,8 @@ from dragons_egg.agents import make_agent  # noqa: E402
 from dragons_egg.agents.netpolicy import PolicyFileError, load_policy_file  # noqa: E402
 from dragons_egg.agents.runner import play_match  # noqa: E402
 from dragons_egg.experiments.common import runs  # noqa: E402
-from dragons_egg.experiments.training import learner as learner_module  # noqa: E402
 from dragons_egg.experiments.training import network, rollout, selfplay  # noqa: E402
+from dragons_egg.experiments.training import search_targets as search_module  # noqa: E402
 from dragons_egg.experiments.training.selfplay import Run, advantages  # noqa: E402
 from dragons_egg_env.actions import ASK_BASE, NUM_ACTIONS  # noqa: E402
 from dragons_egg_env.config import RulesConfig  # noqa: E402
@@ -549,10 +549,11 @@ def test_search_targets_pull_the_policy_towards_the_search(tmp_path, monkeypatch
     it on the held-out batches (here every second one), and the exported policy's provenance
     names the folder and its gathering seconds."""
     folder = _targets(tmp_path)
-    monkeypatch.setattr(learner_module, "HELD_OUT", 2)
+    monkeypatch.setattr(search_module, "HELD_OUT", 2)
     run = Run(tiny(tmp_path, search_targets=str(folder), search_coef=20.0, search_batch=256,
                    max_players=8, epochs=2, learning_rate=3e-3))
-    search, held = run.learner.search, run.learner.search_held
+    hook = run.learner.hook(search_module.SearchTargetLoss)
+    search, held = hook.search, hook.search_held
     assert search is not None and held is not None
     assert run.search_info["decisions"] == len(search["obs"])
     assert run.search_info["held_out"] == len(held["obs"]) > 0
@@ -579,7 +580,7 @@ def test_search_targets_pull_the_policy_towards_the_search(tmp_path, monkeypatch
     def cross_entropy():
         torch = run.learner.torch
         with torch.no_grad():
-            return run.learner._search_loss(search).item()
+            return hook.loss(run.learner, search).item()
 
     before = cross_entropy()
     stats = [run.iteration() for _ in range(3)]
