@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .files import atomic_path
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -22,8 +24,9 @@ DPI = 110
 def save_png(fig: Figure, path: str | os.PathLike[str], dpi: int = DPI) -> Path:
     """Save ``fig`` to ``path`` as a palette PNG, written whole or not at all.
 
-    The file is written beside ``path`` and renamed over it, so a reader never meets half a
-    plot. Returns the path written.
+    The file is written beside ``path`` and renamed over it
+    (:func:`~dragons_egg.experiments.common.files.atomic_path`), so a reader never meets half
+    a plot. Returns the path written.
     """
     from PIL import Image
 
@@ -34,7 +37,6 @@ def save_png(fig: Figure, path: str | os.PathLike[str], dpi: int = DPI) -> Path:
     with Image.open(buf) as im:
         palette = im.convert("RGB").quantize(256, method=Image.Quantize.MEDIANCUT,
                                              dither=Image.Dither.NONE)
-    tmp = out.with_name(out.name + ".tmp")
-    palette.save(tmp, format="PNG", optimize=True)
-    os.replace(tmp, out)
+    with atomic_path(out) as tmp:
+        palette.save(tmp, format="PNG", optimize=True)
     return out

@@ -26,6 +26,7 @@ from typing import Any
 
 from dragons_egg.experiments.common.settings import flat_values, get_path, replace_paths
 
+from .files import atomic_path
 from .plots import save_png
 
 # ---------------------------------------------------------------------------------------
@@ -434,32 +435,6 @@ def json_ready(value: Any) -> Any:
 def _cells(row: dict[str, Any]) -> dict[str, Any]:
     """A row for the CSV: NaN (an interval left out) as an empty cell."""
     return {k: "" if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
-
-
-@contextlib.contextmanager
-def atomic_path(path: str | Path, tmp_name: str = "") -> Iterator[Path]:
-    """A temporary file beside ``path`` for the block to write; renamed over ``path`` when the
-    block ends, removed when it fails (a full disk, a Ctrl-C): readers see the old file or the
-    new one, never a part of one, and no temporary file is left behind. ``tmp_name`` names
-    the temporary file (default: a hidden name with the process id), for a writer that
-    records the name it writes to (torch names a checkpoint archive's root after it)."""
-    path = Path(path)
-    tmp = path.with_name(tmp_name or f".{path.name}.{os.getpid()}.tmp")
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def write_atomically(path: str | Path, text: str) -> None:
-    """``text`` (UTF-8) to ``path`` through :func:`atomic_path`, on the disk (``fsync``)
-    before it takes the name."""
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def write_eval_csv(path: Path, rows: list[dict[str, Any]]) -> None:

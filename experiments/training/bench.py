@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from dragons_egg.experiments.common.args import int_range, positive_float
-from dragons_egg.experiments.common.runs import write_atomically
+from dragons_egg.experiments.common.files import write_atomically
 from dragons_egg.experiments.common.settings import replace_paths
 from dragons_egg_env.extras import require_cli
 

@@ -183,7 +183,8 @@ def write_report(rows: list[dict[str, Any]], args: argparse.Namespace, out: Path
                  planned: list[str] | None = None) -> None:
     """``compare.json`` (the settings, the ``planned`` variants and the rows of those done, in
     the order played), then, once a variant is done, ``compare.md`` and ``compare.png``."""
-    from dragons_egg.experiments.common.runs import json_ready, write_atomically
+    from dragons_egg.experiments.common.files import write_atomically
+    from dragons_egg.experiments.common.runs import json_ready
 
     write_atomically(out / "compare.json", json.dumps(json_ready(  # no interval (too few): null
         {"seconds": args.seconds, "matches": args.matches, "seed": args.seed,

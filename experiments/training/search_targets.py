@@ -40,12 +40,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dragons_egg.experiments.common.args import int_range, positive_float
+from dragons_egg.experiments.common.files import atomic_path, write_atomically
 from dragons_egg.experiments.common.runs import (
-    atomic_path,
     claim_output,
     ignore_interrupts,
     stops_on_sigterm,
-    write_atomically,
 )
 from dragons_egg.experiments.common.settings import (
     SettingsGroup,

@@ -52,11 +52,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from dragons_egg.experiments.common.files import atomic_path
 from dragons_egg.experiments.common.runs import (
     HeldInterrupts,
     RunInterrupted,
     RunOutput,
-    atomic_path,
     claim_run_dir,
     config_changes,
     interrupted_exit,

@@ -33,11 +33,11 @@ from dragons_egg.experiments.common.settings import (
     require,
 )
 from dragons_egg.experiments.training.callbacks import TrainerCallback
-from dragons_egg.experiments.training.hooks import CollectionHook, UpdateHook
 from dragons_egg.experiments.training.counterfactual import (
     EggCounterfactualSettings,
     TributeCounterfactualSettings,
 )
+from dragons_egg.experiments.training.hooks import CollectionHook, UpdateHook
 from dragons_egg.experiments.training.scaffold import RulesSettings, RunSettings
 from dragons_egg.experiments.training.search_targets import SearchTargetSettings
 from dragons_egg.experiments.training.tribute_table import TributeTableSettings

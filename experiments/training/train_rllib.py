@@ -35,12 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from dragons_egg.experiments.common.args import int_range
+from dragons_egg.experiments.common.files import write_atomically
 from dragons_egg.experiments.common.runs import (
     HeldInterrupts,
     claim_output,
     sigterm_kept,
     stops_on_sigterm,
-    write_atomically,
 )
 from dragons_egg.experiments.training.distributed import ray_init_kwargs
 from dragons_egg_env.extras import require_cli

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from dragons_egg.agents import AgentSpecError
 from dragons_egg.experiments.common.args import positive_float, rule_flag, table_size
-from dragons_egg.experiments.common.runs import stops_on_sigterm, write_atomically
+from dragons_egg.experiments.common.files import write_atomically
+from dragons_egg.experiments.common.runs import stops_on_sigterm
 from dragons_egg_env.config import ConfigError, int_range
 from dragons_egg_env.extras import require_cli
 

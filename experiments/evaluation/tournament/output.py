@@ -24,7 +24,7 @@ from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from dragons_egg.experiments.common.runs import atomic_path, write_atomically
+from dragons_egg.experiments.common.files import atomic_path, write_atomically
 from dragons_egg_env.config import ConfigError, RulesConfig
 from dragons_egg_env.extras import require
 

@@ -15,7 +15,7 @@ import numpy.typing as npt
 from typing_extensions import NotRequired
 
 from dragons_egg.agents.heads import IntArray
-from dragons_egg.experiments.common.runs import atomic_path
+from dragons_egg.experiments.common.files import atomic_path
 from dragons_egg_env.actions import NUM_ACTIONS
 from dragons_egg_env.observation import ObsArray
 

@@ -70,12 +70,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dragons_egg.experiments.common.files import write_atomically
 from dragons_egg.experiments.common.runs import (
     claim_output,
     listing,
     run_files,
     stops_on_sigterm,
-    write_atomically,
 )
 from dragons_egg.experiments.common.settings import module_prog, parse_config_cli, validated
 from dragons_egg_env.extras import require_cli

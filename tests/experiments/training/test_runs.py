@@ -662,22 +662,6 @@ def test_claim_output_refuses_earlier_results_and_unwritable_folders(tmp_path):
         claim_output(out / "notes.txt" / "x", ())
 
 
-def test_atomic_writes_leave_the_old_file_or_the_new_one(tmp_path):
-    """``atomic_path``/``write_atomically`` (every results file of the experiments): a write
-    that fails midway (here a Ctrl-C) leaves the old file whole and no temporary file."""
-    path = tmp_path / "summary.json"
-    runs.write_atomically(path, "old")
-    with pytest.raises(KeyboardInterrupt):
-        with runs.atomic_path(path) as tmp:
-            tmp.write_text("half of the ne")
-            raise KeyboardInterrupt
-    assert path.read_text() == "old"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
-    runs.write_atomically(path, "new")
-    assert path.read_text() == "new"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
-
-
 def test_claim_output_with_clear_removes_the_earlier_run_first(tmp_path, capsys):
     """``clear``: ``--overwrite`` removes the earlier run's entries (said), so that numbered
     files of a longer run are not left beside the new run's; other files stay."""
