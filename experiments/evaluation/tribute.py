@@ -67,12 +67,12 @@ from dragons_egg.agents.heuristic import HeuristicAgent
 from dragons_egg.agents.runner import play_match
 from dragons_egg.agents.tribute_mix import TRIBUTE_POLICIES, TributeMix, tribute_actions
 from dragons_egg.experiments.common.args import int_range, rule_flag
-from dragons_egg.experiments.common.plots import save_png
 from dragons_egg.experiments.common.runs import ignore_interrupts, stops_on_sigterm
-from dragons_egg.experiments.evaluation.tournament import bootstrap, deal_sequence, derive
+from dragons_egg.experiments.evaluation.tournament import deal_sequence, derive
 from dragons_egg.experiments.evaluation.tournament.output import OutputError, check_out_dir
+from dragons_egg.experiments.evaluation.tribute_report import heatmaps, overview, report, summarize
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE
-from dragons_egg_env.cards import BEAST, CARD_CODES, EGG, NUM_CARDS, NUM_NUMBERS, SUITS, codes
+from dragons_egg_env.cards import NUM_CARDS, codes
 from dragons_egg_env.config import RulesConfig
 from dragons_egg_env.extras import require_cli
 
@@ -411,110 +411,6 @@ def run(play_spec: str, deals: int, num_players: int, seed: int, tribute_asks: i
             "tribute": _label(tribute_spec)}
 
 
-def summarize(res: dict[str, Any], reps: int = 2000) -> dict[str, Any]:
-    rng = np.random.default_rng(res["seed"])
-    w = np.ones(len(res["dragons"]))
-    out: dict[str, Any] = {"policies": {}, "vs_heuristic": {}}
-    for t, r in res["rewards"].items():
-        out["policies"][t] = bootstrap(r, w, reps, rng)
-    for t, r in res["rewards"].items():
-        if t != "heuristic":
-            out["vs_heuristic"][t] = bootstrap(r - res["rewards"]["heuristic"], w, reps, rng)
-    return out
-
-
-def heatmaps(res: dict[str, Any], path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
-    for ax, key, title in ((axes[0], "asked", "asked for"), (axes[1], "given", "given back")):
-        counts = res[key]
-        grid = np.zeros((5, 10))
-        grid[:4] = counts[:BEAST].reshape(NUM_NUMBERS, len(SUITS)).T  # rows: suits
-        grid[4, :4] = counts[BEAST:EGG]
-        grid[4, 4] = counts[EGG]
-        im = ax.imshow(grid, cmap="magma_r")
-        ax.set_xticks(range(10), [str(n) for n in range(1, 11)])
-        ax.set_yticks(range(5), ["Earth", "Water", "Fire", "Lightning", "dragons/Egg"])
-        ax.set_xlabel("number\n(dragon row: Beast, Darklord,\nHorseman, Executioner, Egg)",
-                      fontsize="small")
-        ax.set_title(f"learned tribute: cards {title}")
-        fig.colorbar(im, ax=ax, shrink=0.7)
-    fig.tight_layout()
-    save_png(fig, path)
-    plt.close(fig)
-
-
-def report(res: dict[str, Any], summ: dict[str, Any],
-           heatmap: str = "tribute_heatmaps.png") -> str:
-    """The section of the report for one play policy: every tribute policy's reward, its
-    difference to the heuristic's, and the cards the learned tribute asked for and gave."""
-    n = res["config"].num_players
-    lines = [
-        f"## Play policy `{res['play']}`", "",
-        f"- play policy at every seat: `{res['play']}`; learned tribute policy: "
-        f"`{res['tribute']}`; {n} players; "
-        f"{len(res['dragons'])} duplicate deal sequences of {res['config'].num_rounds} rounds"
-        f"{_rules_note(res['config'])}; seed {res['seed']}",
-        "- measure: the Dragon's reward in round 2 (after its tribute), 1 = first, -1 = last;"
-        " 95% bootstrap intervals over deal sequences", "",
-        "| tribute policy | Dragon's round-2 reward | difference to heuristic |",
-        "|---|---|---|",
-    ]
-    for t in summ["policies"]:
-        est = summ["policies"][t]
-        diff = summ["vs_heuristic"].get(t)
-        lines.append(f"| `{t}` | {est.fmt()} | {diff.fmt(sign=True) if diff else '-'} |")
-    vs = summ["vs_heuristic"]
-    lines.append("")
-    if "learned" in vs:
-        d = vs["learned"]
-        verdict = ("beats" if d.low > 0 else "loses to" if d.high < 0 else
-                   "is not distinguishable from")
-        lines.append(f"The learned tribute **{verdict}** the heuristic one (difference "
-                     f"{d.fmt(sign=True)}).")
-    if "learned-ask" in vs:
-        lines.append(f"Its asks alone (with the heuristic's give-back) differ by "
-                     f"{vs['learned-ask'].fmt(sign=True)}.")
-    if "learned-give" in vs:
-        lines.append(f"Its give-back alone (with the heuristic's asks) differs by "
-                     f"{vs['learned-give'].fmt(sign=True)}.")
-    if "learned" not in vs:  # nothing learned was played, so no cards were recorded
-        return "\n".join(lines) + "\n"
-    lines += ["",
-              "Most asked for by the learned policy: " + ", ".join(
-                  f"{CARD_CODES[c]} ({res['asked'][c]})" for c in np.argsort(-res['asked'])[:8]
-                  if res['asked'][c]),
-              "",
-              "Most given back: " + ", ".join(
-                  f"{CARD_CODES[c]} ({res['given'][c]})" for c in np.argsort(-res['given'])[:8]
-                  if res['given'][c]),
-              "", f"![heatmaps]({heatmap})"]
-    return "\n".join(lines) + "\n"
-
-
-def overview(settings: TributeSettings | Mapping[str, Any],
-             summaries: Sequence[dict[str, Any]]) -> str:
-    """The report's head: the learned tribute minus the heuristic's under every play policy,
-    with its asks and its give-back apart."""
-    s = _as_settings(settings)
-    lines = ["# Tribute analysis", "",
-             f"Learned tribute policy `{s.tribute}`, {s.players} players, {s.deals} duplicate "
-             f"deal sequences of {s.rules.num_rounds} rounds per play policy"
-             f"{_rules_note(s.rules)}, seed {s.seed}, {s.engine} engine; the Dragon's "
-             "round-2 reward, learned tribute minus the "
-             "heuristic's (95% bootstrap intervals over deal sequences):", "",
-             "| play policy (every seat) | learned - heuristic | its asks alone | its "
-             "give-back alone |", "|---|---|---|---|"]
-    for play, summ in zip(s.plays, summaries, strict=True):
-        vs = summ["vs_heuristic"]
-        cells = [vs[t].fmt(sign=True) if t in vs else "-"
-                 for t in ("learned", "learned-ask", "learned-give")]
-        lines.append(f"| `{play}` | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
 #: The analysis's settings (written before any deal is played), its finished units of work
 #: (one JSON line each, appended as each finishes) and its summary, in the output folder.
 SETTINGS, PARTS, SUMMARY = "tribute_settings.json", "tribute_parts.jsonl", "summary.json"
@@ -710,14 +606,15 @@ def finish(settings: TributeSettings | Mapping[str, Any], out: Path,
         heatmap = f"tribute_heatmaps_play{k + 1}.png"
         if "learned" in settings.policies:
             heatmaps(res, out / heatmap)
-        sections.append(report(res, summ, heatmap))
+        sections.append(report(res, summ, heatmap, _rules_note(settings.rules)))
         summaries.append(summ)
         plays.append({"play": play,
                       "policies": {t: vars(v) for t, v in summ["policies"].items()},
                       "vs_heuristic": {t: vars(v) for t, v in summ["vs_heuristic"].items()},
                       "asked": res["asked"].tolist(), "given": res["given"].tolist(),
                       "heatmaps": heatmap})
-    text = overview(settings, summaries) + "\n" + "\n".join(sections)
+    text = (overview(settings, summaries, _rules_note(settings.rules)) + "\n"
+            + "\n".join(sections))
     (out / "report.md").write_text(text, encoding="utf-8")
     saved = settings.to_dict()
     (out / SUMMARY).write_text(json.dumps({

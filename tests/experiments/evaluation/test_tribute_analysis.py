@@ -9,6 +9,7 @@ import pytest
 from dragons_egg.agents import make_agent
 from dragons_egg.agents.base import Agent
 from dragons_egg.experiments.evaluation import tribute as ta
+from dragons_egg.experiments.evaluation import tribute_report as tr
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS
 
 
@@ -122,7 +123,7 @@ def test_a_subset_of_policies_plays_the_same_deals_and_a_factory_is_a_learner():
         np.testing.assert_array_equal(some["rewards"][t], full["rewards"][t])
     np.testing.assert_array_equal(some["asked"], full["asked"])
     assert some["tribute"] == "greedy"
-    text = ta.report(some, ta.summarize(some))
+    text = tr.report(some, tr.summarize(some))
     assert "| `learned` |" in text and "| `none` |" not in text and "asks alone" not in text
     for bad, needle in ((("none", "learned"), "must include heuristic"),
                         (("heuristic", "smart"), "unknown tribute policy 'smart'")):
@@ -160,7 +161,7 @@ def test_by_default_both_plays_the_agents_own_and_the_heuristics(tmp_path):
     for play in summary["plays"]:
         res = ta.run(play["play"], deals=4, num_players=3, seed=6, tribute_spec="greedy",
                      policies=("heuristic", "learned", "learned-give"))
-        summ = ta.summarize(res)
+        summ = tr.summarize(res)
         assert play["vs_heuristic"]["learned"] == vars(summ["vs_heuristic"]["learned"])
         assert play["asked"] == res["asked"].tolist()
     head = (out / "report.md").read_text().split("## ")[0]
