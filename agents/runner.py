@@ -9,7 +9,9 @@ Agent failures. By default (``on_agent_error="raise"``) whatever an agent raises
 environment's error for an action it returns that is illegal or not an action, propagates.
 With ``on_agent_error="forfeit"`` an agent that raises (in ``start_match``, ``act`` or
 ``end_round``), returns something that is not an action index (``None``, a float, a string,
-a bool) or an illegal action ends the match as a *forfeit* of that agent
+a bool) or an illegal action (by the engine's mask: an agent is handed read-only copies of
+its observation and mask, so rewriting them changes nothing) ends the match as a *forfeit*
+of that agent
 (:class:`Forfeit`, in :attr:`MatchRecord.forfeit`, with a replay of the match up to the
 failure in :attr:`MatchRecord.replay`), scored so:
 
@@ -253,13 +255,14 @@ class _Guard:
                       f"timeout of {self.timeout:g} s")
         return out
 
-    def checked_action(self, seat: int, action: Any, mask: MaskArray, env: raw_env) -> int:
-        """``action`` as a legal action index, or a forfeit saying why it is not one."""
+    def checked_action(self, seat: int, action: Any, env: raw_env) -> int:
+        """``action`` as a legal action index, or a forfeit saying why it is not one (legal:
+        by the engine's own mask of the state, never by an array an agent was handed)."""
         a = as_action(action)
         if a is None:
             self.fail(seat, "not an action", "act", f"act returned {_short(action)} "
                       f"({type(action).__name__}), not an action index (an integer)")
-        if not (0 <= a < NUM_ACTIONS and mask[a]):
+        if not (0 <= a < NUM_ACTIONS and (E.legal_mask(env.engine_state) >> a) & 1):
             what = f"{a} ({describe(a)})" if 0 <= a < NUM_ACTIONS else \
                 f"{a} (outside 0..{NUM_ACTIONS - 1})"
             self.fail(seat, "illegal move", "act", f"act returned the illegal action {what} "
@@ -316,14 +319,18 @@ def _play(env: raw_env, agents: Sequence[Agent], config: RulesConfig, rec: Match
             continue
         seat = index[name]
         obs = env.observe(name)
+        # the agent gets read-only copies: what it does to them cannot change the env's mask
+        # (the same array on every call) or what the move is checked against
+        observation, mask = obs["observation"].copy(), obs["action_mask"].copy()
+        observation.setflags(write=False)
+        mask.setflags(write=False)
         start = time.perf_counter()
-        action = guard.call(seat, "act", agents[seat].act, obs["observation"],
-                            obs["action_mask"])
+        action = guard.call(seat, "act", agents[seat].act, observation, mask)
         if np.count_nonzero(obs["action_mask"]) > 1:
             rec.think[seat] += time.perf_counter() - start
             rec.choices[seat] += 1
         if guard.forfeit:
-            action = guard.checked_action(seat, action, obs["action_mask"], env)
+            action = guard.checked_action(seat, action, env)
         env.step(action)
         rec.steps += 1
         guard.step = rec.steps

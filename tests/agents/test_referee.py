@@ -1,0 +1,86 @@
+"""The runner as a referee (issue 47, 5): an agent cannot fool it through the arrays it is
+handed. Before the fix, an agent that set every entry of its ``action_mask`` to 1 and then
+played an illegal move got past the runner's check (made against that same array, which the
+env hands out on every call) and crashed the match with ``IllegalMoveError`` even under
+``on_agent_error="forfeit"``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dragons_egg.agents.base import Agent
+from dragons_egg.agents.heuristic import HeuristicAgent
+from dragons_egg.agents.runner import play_match
+from dragons_egg_env.config import RulesConfig
+from dragons_egg_env.dragons_egg_v0 import IllegalMoveError
+from dragons_egg_env.replay import check_replay
+
+RULES = RulesConfig(num_players=2, num_rounds=1)
+
+
+class MaskRewriter(Agent):
+    """Writes 1 over every entry of the mask it is handed, then plays the first action the
+    rewritten mask allows that the real one did not (an illegal move)."""
+
+    name = "mask-rewriter"
+
+    def __init__(self, seed: int | None = None) -> None:
+        super().__init__(seed)
+        self.write_errors = 0
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        legal = action_mask.copy()
+        try:
+            action_mask[:] = 1
+            observation[:] = 0
+        except ValueError:  # read-only: the referee's copies
+            self.write_errors += 1
+        return int(np.flatnonzero(legal == 0)[0])
+
+
+class Scribbler(Agent):
+    """Scribbles over its arrays when it can and plays a legal move."""
+
+    name = "scribbler"
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        move = int(np.flatnonzero(action_mask)[0])
+        if action_mask.flags.writeable:
+            action_mask[:] = 1
+        return move
+
+
+def test_a_mask_rewriting_agent_forfeits_for_its_illegal_move() -> None:
+    bad = MaskRewriter()
+    rec = play_match([bad, HeuristicAgent(1)], RULES, seed=3, on_agent_error="forfeit")
+    assert rec.forfeit is not None and rec.forfeit.kind == "illegal move"
+    assert rec.forfeit.seat == 0 and "illegal action" in rec.forfeit.error
+    assert bad.write_errors == 1  # it was handed read-only arrays
+    assert sum(rec.scores) == 0 and rec.scores[0] < 0
+
+
+def test_the_agent_gets_read_only_copies_and_legality_is_the_engines() -> None:
+    """The arrays an agent gets are read-only copies; every move played is legal by the
+    engine's own mask, and the match is what it is with agents that leave them alone."""
+    seen: list[np.ndarray] = []
+
+    class Keeper(Agent):
+        name = "keeper"
+
+        def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+            assert not action_mask.flags.writeable and not observation.flags.writeable
+            seen.append(action_mask)
+            return int(np.flatnonzero(action_mask)[0])
+
+    rec = play_match([Keeper(), Keeper()], RULES, seed=5, keep_replay=True)
+    assert len({id(m) for m in seen}) == len(seen)  # a copy per call
+    ref = play_match([Scribbler(), Scribbler()], RULES, seed=5, keep_replay=True)
+    assert rec.replay["actions"] == ref.replay["actions"]
+    # played back on a fresh env, every action is legal where it was played
+    check_replay(rec.replay)
+
+
+def test_the_raise_mode_still_raises_the_envs_error_for_an_illegal_move() -> None:
+    with pytest.raises(IllegalMoveError, match="illegal move"):
+        play_match([MaskRewriter(), HeuristicAgent(1)], RULES, seed=3)
