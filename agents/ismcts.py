@@ -95,10 +95,21 @@ def _is_a(x: object, kind: type) -> bool:
     return isinstance(x, kind)
 
 
-def check_count(name: str, x: Any, low: int) -> None:
-    """An integer option (a bool is not one) of at least ``low``, or a ``ValueError`` naming it."""
+#: The largest search budget a move may have: ``iterations`` (each adds to the tree, so the
+#: budget bounds its memory too: 20,000 iterations of a 4-player move took 4.4 MiB and 26 s
+#: here, so this many take about 25 MB and two minutes) and ``time`` (seconds). A larger one
+#: is a mistake, such as a digit too many, that would hang the match.
+MAX_ITERATIONS = 100_000
+MAX_SECONDS = 3600.0
+
+
+def check_count(name: str, x: Any, low: int, high: int | None = None) -> None:
+    """An integer option (a bool is not one) of at least ``low`` (and at most ``high``), or a
+    ``ValueError`` naming it."""
     if isinstance(x, bool) or not _is_a(x, Integral) or x < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {x}")
+    if high is not None and x > high:
+        raise ValueError(f"{name} must be an integer in {low}..{high:_}, got {x}")
 
 
 def check_real(name: str, x: Any, low: float, *, strict: bool = False) -> None:
@@ -111,9 +122,9 @@ def check_real(name: str, x: Any, low: float, *, strict: bool = False) -> None:
 def check_search(iterations: Any, time: Any, c: Any) -> None:
     """The options every search agent takes: ``iterations`` and ``time``, the per-move budget,
     and ``c``, the exploration constant (``ismcts`` and ``ismcts-net``)."""
-    check_count("iterations", iterations, 1)
-    if not (_is_a(time, Real) and math.isfinite(time) and time >= 0):
-        raise ValueError(f"time must be >= 0 seconds, got {time}")
+    check_count("iterations", iterations, 1, MAX_ITERATIONS)
+    if not (_is_a(time, Real) and math.isfinite(time) and 0 <= time <= MAX_SECONDS):
+        raise ValueError(f"time must be in 0..{MAX_SECONDS:g} seconds, got {time}")
     check_real("c", c, 0)
 
 

@@ -83,7 +83,7 @@ def check_options(path: str = "", iterations: int = 200, time: float = 0.0, c: f
     one), cheaply: the policy file is checked as ``ppo`` checks it, without building the
     agent (:func:`dragons_egg.agents.ppo.check_checkpoint`)."""
     check_search(iterations, time, c)
-    check_count("depth", depth, 0)
+    check_count("depth", depth, 0, 1000)
     check_real("temperature", temperature, 0, strict=True)
     check_rules_mismatch(rules_mismatch)
     _policy_path(path)

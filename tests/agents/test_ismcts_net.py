@@ -163,8 +163,8 @@ def test_time_budget():
     ("c=nan", "c must be a number >= 0, got nan"),
     ("depth=-1", "ismcts-net: depth must be an integer >= 0, got -1"),
     ("temperature=0", "ismcts-net: temperature must be a number > 0, got 0"),
-    ("time=-0.5", "time must be >= 0 seconds, got -0.5"),
-    ("time=inf", "time must be >= 0 seconds, got inf"),
+    ("time=-0.5", "time must be in 0..3600 seconds, got -0.5"),
+    ("time=inf", "time must be in 0..3600 seconds, got inf"),
     (f"path={PREVIOUS}", "is a Stable-Baselines3 checkpoint; ismcts-net needs a .npz policy "
                          "file with a value head"),
     ("path=/nope/policy.npz", "checkpoint /nope/policy.npz does not exist"),

@@ -1,5 +1,5 @@
-"""The runner as a referee (issue 47, 5): an agent cannot fool it through the arrays it is
-handed. Before the fix, an agent that set every entry of its ``action_mask`` to 1 and then
+"""The runner as a referee, and agent specs that would hang it (issue 47, 3 and 5): an agent
+cannot fool the referee through the arrays it is handed, and a search budget has a bound. Before the fix, an agent that set every entry of its ``action_mask`` to 1 and then
 played an illegal move got past the runner's check (made against that same array, which the
 env hands out on every call) and crashed the match with ``IllegalMoveError`` even under
 ``on_agent_error="forfeit"``."""
@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dragons_egg.agents import AgentSpecError, parse_spec
 from dragons_egg.agents.base import Agent
 from dragons_egg.agents.heuristic import HeuristicAgent
 from dragons_egg.agents.runner import play_match
@@ -84,3 +85,16 @@ def test_the_agent_gets_read_only_copies_and_legality_is_the_engines() -> None:
 def test_the_raise_mode_still_raises_the_envs_error_for_an_illegal_move() -> None:
     with pytest.raises(IllegalMoveError, match="illegal move"):
         play_match([MaskRewriter(), HeuristicAgent(1)], RULES, seed=3)
+
+
+@pytest.mark.parametrize("spec,needle", [
+    ("ismcts:iterations=99999999999999999999999", "iterations must be an integer in 1..100_000"),
+    ("ismcts:time=1e9", "time must be in 0..3600 seconds"),
+    ("ismcts-net:iterations=1000001", "iterations must be an integer in 1..100_000"),
+    ("ismcts-net:depth=5000", "depth must be an integer in 0..1_000"),
+])
+def test_search_budgets_have_an_upper_bound(spec: str, needle: str) -> None:
+    """A search budget past its bound is refused when the spec is read (issue 47: before,
+    ``ismcts:iterations=99999999999999999999999`` was accepted and the match hung)."""
+    with pytest.raises(AgentSpecError, match=needle):
+        parse_spec(spec)
