@@ -22,7 +22,7 @@ from dragons_egg_env.config import ConfigError, int_range
 from dragons_egg_env.extras import require_cli
 
 from .compare import CompareError, compare_tournaments
-from .config import ON_AGENT_ERROR, TournamentConfig, describe_agents
+from .config import MAX_MATCHES, ON_AGENT_ERROR, TournamentConfig, describe_agents
 from .output import (
     OutputError,
     SavedRun,
@@ -56,8 +56,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="agent specs, e.g. heuristic ismcts:iterations=200 (none with --resume: "
                    "the saved ones)")
     p.add_argument("--players", type=table_size, default=None, help="table size 2..8 (default 4)")
-    p.add_argument("--matches", type=int_range(1), default=None,
-                   help="matches to play (rounded up to whole rotations; default 200)")
+    p.add_argument("--matches", type=int_range(1, MAX_MATCHES), default=None,
+                   help=f"matches to play (rounded up to whole rotations; default 200, at "
+                   f"most {MAX_MATCHES:,})")
     p.add_argument("--rounds", type=int_range(1), default=None, help="rounds per match (default 3)")
     p.add_argument("--seed", type=int_range(0), default=None,
                    help="tournament seed: every deal and agent seed derives from it (default 0)")

@@ -31,6 +31,13 @@ def _qualname(obj: Any) -> str:
     return f"{getattr(obj, '__module__', None) or type(obj).__module__}.{name}"
 
 
+#: The most matches one tournament plays: its schedule and its records are kept in memory
+#: (the schedule alone, its list and set of matches, took 117 MiB at this many); a larger one
+#: is refused at once rather than building a schedule that does not fit
+#: (``--matches 1000000000000`` took 24 GB before the kernel killed it).
+MAX_MATCHES = 1_000_000
+
+
 @dataclass(frozen=True)
 class Entrant:
     """One agent of a tournament with its label: exactly one of ``spec`` (an agent spec
@@ -192,8 +199,9 @@ class TournamentConfig:
         for e in entrants.values():
             if e.spec is not None:
                 check_spec_for_table(e.spec, self.num_players)  # parses the spec fully
-        if self.matches < 1:
-            raise ValueError(f"matches must be >= 1, got {self.matches}")
+        if not 1 <= self.matches <= MAX_MATCHES:
+            raise ValueError(f"matches must be in 1..{MAX_MATCHES:,}, got {self.matches:,} "
+                             "(a tournament keeps its schedule and its records in memory)")
         if self.workers < 1:
             raise ValueError(f"workers must be >= 1, got {self.workers}")
         if self.on_agent_error not in ON_AGENT_ERROR:

@@ -541,3 +541,18 @@ def _no_stray_alarm():
     yield
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
     assert signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)
+
+
+def test_a_schedule_too_large_for_memory_is_refused_at_once(capsys):
+    """Issue 47: ``--matches 1000000000000`` built the whole schedule in memory (24 GB, then
+    the kernel killed it, SIGTERM ignored meanwhile); now one line, exit status 2, before
+    anything is built, from the command line and from Python."""
+    from dragons_egg.experiments.evaluation.tournament.config import MAX_MATCHES
+
+    code, _, err = cli(["heuristic", "random", "--matches", "1000000000000", "--no-progress"],
+                       capsys)
+    assert code == 2 and "Traceback" not in err and "--matches" in err
+    assert f"{MAX_MATCHES}" in err.replace(",", "").replace("_", "")
+    with pytest.raises(ValueError, match=r"matches must be in 1\.\.1,000,000, got "
+                                         r"1,000,000,000,000"):
+        TournamentConfig(agents=["heuristic", "random"], matches=10**12)
