@@ -104,18 +104,47 @@ def _warn_once(path: Path, message: str) -> None:
         print(f"warning: {message}", file=sys.stderr)
 
 
+#: A checkpoint's members may declare, uncompressed, at most this many times the file's size
+#: plus :data:`SIZE_SLACK` bytes: torch stores a checkpoint's tensors uncompressed, so its
+#: members add up to about the file's size, while a crafted member (a 2.1 MB file inflating to
+#: 2 GB) would cost gigabytes and seconds before any check could refuse it.
+SIZE_RATIO = 4
+SIZE_SLACK = 1 << 20
+
+
+def _check_sizes(path: Path, infos: list[Any]) -> None:
+    """The uncompressed sizes a checkpoint's zip declares, read from its directory before
+    anything is decompressed, within :data:`SIZE_RATIO` of the file's size."""
+    size = path.stat().st_size
+    declared = sum(int(i.file_size) for i in infos)
+    cap = SIZE_RATIO * size + SIZE_SLACK
+    if declared > cap:
+        big = max(infos, key=lambda i: i.file_size)
+        raise ValueError(f"checkpoint {path} is refused: its members declare {declared:,} "
+                         f"bytes uncompressed, more than {SIZE_RATIO}x its {size:,} bytes "
+                         f"(a checkpoint stores its tensors uncompressed; the largest member, "
+                         f"{big.filename}, declares {big.file_size:,} bytes from "
+                         f"{big.compress_size:,})")
+
+
 def _check_crc(path: Path) -> None:
-    """Every member of a checkpoint's zip must match its CRC-32 (torch does not check them
-    when it reads one): a damaged file is a ``ValueError`` naming the member."""
+    """Every member of a checkpoint's zip must declare a size in proportion to the file
+    (:func:`_check_sizes`, before anything is decompressed) and match its CRC-32 (torch does
+    not check them when it reads one): a damaged file is a ``ValueError`` naming the member."""
     import zipfile
 
     if not zipfile.is_zipfile(path):
         return  # torch says what is wrong with it
     try:
-        with zipfile.ZipFile(path) as z:
-            bad = z.testzip()
+        z = zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile, EOFError, ValueError) as exc:
         raise ValueError(f"checkpoint {path} could not be read: {exc}") from None
+    with z:
+        _check_sizes(path, z.infolist())
+        try:
+            bad = z.testzip()
+        except (OSError, zipfile.BadZipFile, EOFError, ValueError) as exc:
+            raise ValueError(f"checkpoint {path} could not be read: {exc}") from None
     if bad is not None:
         raise ValueError(f"checkpoint {path} is damaged: its member {bad} fails its CRC-32 "
                          "check")

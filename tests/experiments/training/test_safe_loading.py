@@ -404,3 +404,52 @@ def test_an_old_checkpoint_loads_only_with_trust_checkpoint(tmp_path, capsys):
     assert torch.load(new, weights_only=True)["digest"] == state_digest(load_checkpoint(new))
     assert ship.main([str(old), "--dest", str(tmp_path / "x.npz"), "--trust-checkpoint"]) == 0
     assert (tmp_path / "x.npz").is_file()
+
+
+# ---------------------------------------------------------------------------------------
+# A zip bomb (issue 47, 3): a small checkpoint whose member inflates to a gigabyte.
+
+BOMB_PROBE = """
+import resource, sys, time
+from dragons_egg.experiments.training.checkpoint import load_checkpoint
+t = time.perf_counter()
+try:
+    load_checkpoint(sys.argv[1])
+except ValueError as exc:
+    print("refused:", exc)
+print(time.perf_counter() - t)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def deflated_bomb(path: Path, inflated: int = 2**30) -> Path:
+    torch.save({"format": "dragons-egg-selfplay", "version": 2}, path)
+    chunk = bytes(1 << 20)
+    info = zipfile.ZipInfo(f"{path.stem}/data/99")
+    info.compress_type = zipfile.ZIP_DEFLATED
+    with zipfile.ZipFile(path, "a") as z, z.open(info, "w", force_zip64=True) as f:
+        for _ in range(inflated // len(chunk)):
+            f.write(chunk)
+    return path
+
+
+def test_a_zip_bomb_checkpoint_is_refused_before_it_is_decompressed(tmp_path):
+    """A 1 MB checkpoint whose member inflates to 1 GiB is refused from the sizes its zip
+    declares, in a fraction of a second and well under 1 GB of memory (the check before
+    decompressed it: the issue's 2.1 MB file cost 4.1 GB and 30 s before its digest refused
+    it)."""
+    bomb = deflated_bomb(tmp_path / "latest.pt")
+    assert bomb.stat().st_size < 2 * 2**20
+    out = subprocess.run([sys.executable, "-c", BOMB_PROBE, str(bomb)], capture_output=True,
+                         text=True, timeout=120, check=True).stdout.splitlines()
+    assert out[0].startswith(f"refused: checkpoint {bomb} is refused: its members declare ")
+    assert "more than 4x its" in out[0] and "latest/data/99" in out[0]
+    assert float(out[1]) < 5.0
+    assert int(out[2]) * 1024 < 1e9  # ru_maxrss: KiB on Linux
+
+
+def test_a_real_checkpoint_is_within_the_size_cap(tmp_path):
+    """The cap refuses nothing torch writes: a run's own checkpoint loads."""
+    run = Run(tiny(tmp_path, total_samples=64))
+    path = run.save()
+    assert load_checkpoint(path)["format"] == "dragons-egg-selfplay"
