@@ -19,7 +19,7 @@ import math
 import os
 import tempfile
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from dragons_egg_env.config import ConfigError, RulesConfig
 from dragons_egg_env.extras import require
 
 from .config import TournamentConfig
+from .records import RecordError, line_digest, parse_line
 from .report import markdown_report, plot_summary
 from .result import TournamentResult
 from .runner import AgentFailed, TournamentStopped, run_matches
@@ -133,20 +134,29 @@ def read_result_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         raise OutputError(f"{str(path)!r} holds no tournament results ({RESULTS} or "
                           f"{RESULTS_GZ})")
     data = _read_bytes(file)
-    out = []
-    for i, line in enumerate(data[:data.rfind(b"\n") + 1].split(b"\n"), 1):
+    return [r for _, r in _checked_lines(file, data[:data.rfind(b"\n") + 1], str(file))]
+
+
+def _checked_lines(file: Path, data: bytes, prefix: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, record)`` of each line of ``data`` (whole lines), every one checked
+    against the record schema and its digest (:func:`.records.parse_line`); a line without a
+    digest after one with a digest is refused too (its digest was removed). An
+    :class:`OutputError` names the file and line (``prefix`` starts the message)."""
+    digested = 0
+    for i, line in enumerate(data.split(b"\n"), 1):
         if not line.strip():
             continue
+        where = f"{prefix} line {i}"
         try:
-            r = json.loads(line)
-            if not isinstance(r, dict) or not isinstance(r["seats"], list) or \
-                    not isinstance(r["scores"], list):
-                raise TypeError
-            r["sequence"], r["rotation"]  # noqa: B018 - a match names both
-        except (ValueError, TypeError, KeyError):
-            raise OutputError(f"{file} line {i} is not a match result") from None
-        out.append(r)
-    return out
+            r = parse_line(line, where)
+        except RecordError as exc:
+            raise OutputError(str(exc)) from None
+        if r.get("digest") is not None:
+            digested = digested or i
+        elif digested:
+            raise OutputError(f"{where} has no digest, while line {digested} has one: a digest "
+                              "was removed, or lines of two runs were mixed")
+        yield i, r
 
 
 def refuse_foreign(out: Path) -> None:
@@ -247,15 +257,9 @@ def load_results(tc: TournamentConfig, path: str | os.PathLike[str]
     planned = set(match_tasks(tc))
     seen: dict[tuple[int, int], int] = {}
     results = []
-    for i, line in enumerate(data.split(b"\n"), 1):
-        if not line.strip():
-            continue
+    for i, r in _checked_lines(file, data, f"cannot resume: {file}"):
         where = f"cannot resume: {file} line {i}"
-        try:
-            r = json.loads(line)
-            key = (r["sequence"], r["rotation"])
-        except (ValueError, TypeError, KeyError):
-            raise OutputError(f"{where} is not a match result") from None
+        key = (r["sequence"], r["rotation"])
         if key not in planned:
             raise OutputError(f"{where} is a match (sequence, rotation) {key} that this "
                               "tournament does not plan")
@@ -264,10 +268,6 @@ def load_results(tc: TournamentConfig, path: str | os.PathLike[str]
         if r.get("seats") != match_seats(tc, *key) or not isinstance(r.get("rounds"), list):
             raise OutputError(f"{where} does not match the tournament's line-up (seats "
                               f"{r.get('seats')!r}, expected {match_seats(tc, *key)!r})")
-        sitting = r.get("sitting", 1)
-        if not isinstance(sitting, int) or isinstance(sitting, bool) or sitting < 1:
-            raise OutputError(f"{where} has sitting {sitting!r}: the run that played it is "
-                              "counted 1, 2, ... (a whole number from 1)")
         seen[key] = i
         results.append(r)
     return results, cut
@@ -352,6 +352,7 @@ class _Log:
     def add(self, r: dict[str, Any]) -> None:
         self.open()
         r = {**self.keep_replay(r), "sitting": self.sitting}
+        r["digest"] = line_digest(r)  # of the line as written: damage is refused by line
         self.file.write(json.dumps(r) + "\n")
         self.file.flush()
         self.results.append(r)

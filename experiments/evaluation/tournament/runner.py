@@ -22,9 +22,9 @@ from .schedule import deal_sequence, derive, match_key, match_seats, match_tasks
 
 #: The keys of a match's result that measure time (the match's wall seconds, each seat's
 #: thinking) or say when it was played (the output folder's ``sitting``: 1 for the first
-#: run, one more for each ``--resume``): everything else is the same for the same seed, bit
-#: for bit.
-TIMING_KEYS = ("seconds", "think", "sitting")
+#: run, one more for each ``--resume``), and the saved line's ``digest``, which covers them:
+#: everything else is the same for the same seed, bit for bit.
+TIMING_KEYS = ("seconds", "think", "sitting", "digest")
 
 
 def play_task(tc: TournamentConfig, seq: int, rot: int,
