@@ -38,6 +38,7 @@ up to its ``max_players``; ``net`` (:class:`NetAgent`) is its alias for policy f
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -497,10 +498,13 @@ def _read_meta(p: Path, z: zipfile.ZipFile, headers: Mapping[str, Header]) -> di
     if len(shape) != 1 or dtype != np.uint8 or shape[0] > MAX_META_BYTES:
         raise PolicyFileError(f"policy file {p} has no valid 'meta' record: an array of shape "
                               f"{shape} ({dtype}), not at most {MAX_META_BYTES:,} bytes of JSON")
-    try:
-        meta = json.loads(bytes(_read_member(p, z, "meta")).decode())
+    from .policy_meta import check_meta, parse_meta
+
+    try:  # pydantic's parser: a nesting past its limit is an error, not a RecursionError
+        meta = parse_meta(bytes(_read_member(p, z, "meta")))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise PolicyFileError(f"policy file {p} has no valid 'meta' record: {exc}") from None
+        raise PolicyFileError(f"policy file {p} has no valid 'meta' record: "
+                              f"{str(exc).splitlines()[0]}") from None
     if not isinstance(meta, dict) or meta.get("format") != POLICY_FORMAT:
         raise PolicyFileError(f"{p} is not a Dragon's Egg policy file")
     if meta.get("version") not in READ_VERSIONS:
@@ -510,6 +514,10 @@ def _read_meta(p: Path, z: zipfile.ZipFile, headers: Mapping[str, Header]) -> di
         check_policy_rules(meta.get(RULES_KEY))
     except ValueError as exc:
         raise PolicyFileError(f"policy file {p}: {exc}") from None
+    try:  # the settings the loader reads, typed and bounded (PolicyMeta)
+        check_meta(meta)
+    except ValueError as exc:
+        raise PolicyFileError(f"policy file {p} has a bad 'meta' record: {exc}") from None
     return meta
 
 
@@ -517,11 +525,49 @@ def _build(p: Path, arrays: dict[str, npt.NDArray[Any]], meta: dict[str, Any]) -
     _check_shapes(p, {k: a.shape for k, a in arrays.items()}, meta)
     if meta.get("activation", "tanh") not in ACTIVATIONS:
         raise PolicyFileError(f"policy file {p}: unknown activation {meta.get('activation')!r}")
-    f32 = {k: a.astype(np.float32) for k, a in arrays.items()}
+    with np.errstate(over="ignore"):  # a float64 past float32's range becomes inf: refused
+        f32 = {k: a.astype(np.float32) for k, a in arrays.items()}
+    for name, a in f32.items():
+        if not np.isfinite(a).all():
+            raise PolicyFileError(f"policy file {p}: its array {name} holds values past "
+                                  "float32's range (they are inf as the policy plays them)")
     depth = sum(1 for k in f32 if k.startswith("w"))
     layers = [(f32[f"w{i}"], f32[f"b{i}"]) for i in range(depth)]
-    return NetPolicy(layers, (f32["pi_w"], f32["pi_b"]), (f32["v_w"], f32["v_b"]), meta,
-                     f32.get("pi_counts"), f32.get("pi_gate"), file_heads(p, meta, f32))
+    policy = NetPolicy(layers, (f32["pi_w"], f32["pi_b"]), (f32["v_w"], f32["v_b"]), meta,
+                       f32.get("pi_counts"), f32.get("pi_gate"), file_heads(p, meta, f32))
+    _probe(p, policy)
+    return policy
+
+
+def _probe(p: Path, policy: NetPolicy) -> None:
+    """A :class:`PolicyFileError` when the policy's logits or values are not finite on a
+    probe batch of real observations (:func:`probe_batch`): finite weights whose products
+    overflow would have it forfeit every match."""
+    obs, mask = probe_batch(policy.max_players)
+    with np.errstate(over="ignore", invalid="ignore"):
+        logits = policy.logits(obs, mask)
+        value = policy.value(obs)
+    if not np.isfinite(logits[mask.astype(bool)]).all() or not np.isfinite(value).all():
+        raise PolicyFileError(f"policy file {p}: its logits or values overflow on a probe "
+                              "batch of observations (not finite): it cannot play")
+
+
+@functools.cache
+def probe_batch(max_players: int) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int8]]:
+    """Observations and masks of real decisions, padded to ``max_players`` seats: the first
+    moves of a seeded match at every table size up to it (the first legal action played)."""
+    from dragons_egg_env.dragons_egg_v0 import raw_env
+
+    obs, masks = [], []
+    for n in range(2, max_players + 1):
+        env = raw_env(num_players=n, num_rounds=2, max_players=max_players)
+        env.reset(seed=n)
+        for _ in range(6):
+            o = env.observe(env.agent_selection)
+            obs.append(o["observation"])
+            masks.append(o["action_mask"])
+            env.step(int(np.flatnonzero(o["action_mask"])[0]))
+    return np.stack(obs).astype(np.float32), np.stack(masks).astype(np.int8)
 
 
 _CACHE: dict[tuple[str, float], NetPolicy] = {}

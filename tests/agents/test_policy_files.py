@@ -268,3 +268,83 @@ def test_a_policy_file_with_a_pickled_payload_never_runs_it(tmp_path):
     with pytest.raises(PolicyFileError):
         load_policy_file(path)
     assert not marker.exists()
+
+
+# ---------------------------------------------------------------------------------------
+# Crafted meta records and weights (issue 47, 4): before, a meta nested 200,000 levels deep
+# gave a RecursionError, "max_players": 1e999 an OverflowError, float64 weights of 1e300
+# passed the finiteness check and became inf in float32, and finite weights whose logits
+# overflow loaded fine (the agent then forfeited every match).
+
+def _undigested(path: Path) -> tuple[dict[str, np.ndarray], dict]:
+    meta = {k: v for k, v in _meta(path).items() if k != "digest"}
+    return {k: v for k, v in _arrays(path).items() if k != "meta"}, meta
+
+
+def test_a_deeply_nested_meta_is_one_line(tmp_path):
+    path = _policy().save(tmp_path / "p.npz")
+    arrays, meta = _undigested(path)
+    text = json.dumps(meta)[:-1] + ', "x": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    arrays["meta"] = np.frombuffer(text.encode(), dtype=np.uint8)
+    np.savez_compressed(path, **arrays)
+    with pytest.raises(PolicyFileError, match="has no valid 'meta' record: .*recursion limit"
+                       ) as exc:
+        load_policy_file(path)
+    _one_line(exc, path)
+
+
+@pytest.mark.parametrize("value,needle", [
+    (1e999, "max_players: Input should be a valid integer"),
+    (9, "max_players: Input should be less than or equal to 8"),
+    ("4", "max_players: Input should be a valid integer"),
+])
+def test_a_bad_max_players_is_named(tmp_path, value, needle):
+    path = _policy().save(tmp_path / "p.npz")
+    arrays, meta = _undigested(path)
+    text = json.dumps({**meta, "max_players": 0}).replace('"max_players": 0',
+                                                          f'"max_players": {json.dumps(value)}'
+                                                          if value != 1e999 else
+                                                          '"max_players": 1e999')
+    arrays["meta"] = np.frombuffer(text.encode(), dtype=np.uint8)
+    np.savez_compressed(path, **arrays)
+    with pytest.raises(PolicyFileError, match=f"has a bad 'meta' record: {needle}") as exc:
+        load_policy_file(path)
+    _one_line(exc, path)
+
+
+def test_float64_weights_past_float32_are_refused(tmp_path):
+    path = _policy().save(tmp_path / "p.npz")
+    arrays, meta = _undigested(path)
+    arrays["pi_w"] = arrays["pi_w"].astype(np.float64)
+    arrays["pi_w"][0, 0] = 1e300
+    _rewrite(path, arrays, meta)
+    with pytest.raises(PolicyFileError, match="its array pi_w holds values past float32's "
+                                              "range") as exc:
+        load_policy_file(path)
+    _one_line(exc, path)
+
+
+def test_weights_whose_logits_overflow_are_refused(tmp_path):
+    """Finite weights (3e38 fits float32) whose products overflow on real observations: a
+    constant hidden layer (tanh(1) in each of 8 units) times 3e38 is past float32's range."""
+    path = _policy().save(tmp_path / "p.npz")
+    arrays, meta = _undigested(path)
+    arrays["w0"] = np.zeros_like(arrays["w0"])
+    arrays["b0"] = np.ones_like(arrays["b0"])
+    arrays["pi_w"] = np.full_like(arrays["pi_w"], 3e38)
+    _rewrite(path, arrays, meta)
+    with pytest.raises(PolicyFileError, match="its logits or values overflow on a probe "
+                                              "batch") as exc:
+        load_policy_file(path)
+    _one_line(exc, path)
+    with pytest.raises(AgentSpecError, match="overflow on a probe batch"):
+        make_agent(f"ppo:path={path}", seed=0)
+
+
+def test_the_probe_batch_is_real_decisions():
+    obs, mask = NP.probe_batch(4)
+    assert obs.shape == (18, layout(4).size) and mask.shape == (18, NUM_ACTIONS)
+    assert (mask.sum(axis=1) >= 1).all()
+    # the shipped policy plays them
+    assert np.isfinite(load_policy_file(SHIPPED).logits(*NP.probe_batch(8))[
+        NP.probe_batch(8)[1].astype(bool)]).all()

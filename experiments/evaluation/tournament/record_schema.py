@@ -1,7 +1,6 @@
 """The pydantic models of a tournament's per-match line (:mod:`.records` reads every line
 against :class:`MatchLine`; this module is imported when a line is first read, so that
-importing the tournament package needs no pydantic: the ``experiments`` extra brings it, and
-every command checks its extras before it imports the code that needs them)."""
+importing the tournament package does not load pydantic)."""
 
 from __future__ import annotations
 
