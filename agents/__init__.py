@@ -94,6 +94,11 @@ def register(name: str, factory: Callable[..., Agent]) -> None:
     _REGISTRY[name] = factory
 
 
+def is_builtin(name: str) -> bool:
+    """Whether ``name`` is one of this package's own agents (``random`` ... ``net``)."""
+    return name in _BUILTIN
+
+
 def registrations() -> dict[str, Callable[..., Agent]]:
     """The agents added with :func:`register` in this process (not the built-in ones nor
     entry points, which every process finds by itself): pass them to
@@ -419,6 +424,6 @@ for _name, _factory in (("random", RandomAgent), ("greedy", GreedyAgent),
 __all__ = ["Agent", "AgentSpec", "RandomAgent", "GreedyAgent", "HeuristicAgent", "ISMCTSAgent",
            "NetISMCTSAgent", "NetAgent",
            "register", "registrations", "restore_registrations", "make_agent", "parse_spec",
-           "available", "table_limit", "check_spec_for_table", "AgentSpecError",
+           "available", "is_builtin", "table_limit", "check_spec_for_table", "AgentSpecError",
            "MissingExtraSpecError", "PreviousPPOAgent",
            "ENTRY_POINT_GROUP", "legal_from_mask"]

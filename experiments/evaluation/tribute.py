@@ -63,6 +63,7 @@ import numpy as np
 from dragons_egg.agents import AgentSpecError, check_spec_for_table, make_agent, parse_spec
 from dragons_egg.agents.base import Agent
 from dragons_egg.agents.batched import batch_policy
+from dragons_egg.agents.consent import CONSENT_FLAG, check_consent
 from dragons_egg.agents.heuristic import HeuristicAgent
 from dragons_egg.agents.runner import play_match
 from dragons_egg.agents.tribute_mix import TRIBUTE_POLICIES, TributeMix, tribute_actions
@@ -530,7 +531,13 @@ def _settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Trib
         parser.error(f"--resume {args.resume} continues the analysis in that folder: drop "
                      f"--out {args.out}")
     try:
-        settings = TributeSettings.from_dict(read_settings(Path(args.resume)))
+        data = read_settings(Path(args.resume))
+        # before the specs are parsed (a MODULE:CLASS spec's module is imported then)
+        named = [*data.get("plays", []), data.get("tribute")]
+        typed = [*args.allow_code, *(args.play or []), *([args.tribute] if args.tribute else [])]
+        check_consent([s for s in named if isinstance(s, str)],
+                      f"the {SETTINGS} of {args.resume}", typed)
+        settings = TributeSettings.from_dict(data)
     except (AnalysisError, ValueError) as exc:
         parser.error(str(exc))
     saved = settings.to_dict()
@@ -656,6 +663,10 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
                    "where it can play every policy")
     p.add_argument("--resume", metavar="DIR", default=None,
                    help="finish the analysis in DIR with its saved settings (after a stop)")
+    p.add_argument(CONSENT_FLAG, metavar="SPEC", action="append", default=[],
+                   help="with --resume: allow this agent spec of the saved settings to run "
+                   "code (trust=1, rllib:path=, MODULE:CLASS): a folder cannot give that "
+                   "consent (again for more)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else argv

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from dragons_egg.agents import AgentSpecError
+from dragons_egg.agents.consent import CONSENT_FLAG, check_consent
 from dragons_egg.experiments.common.args import positive_float, rule_flag, table_size
 from dragons_egg.experiments.common.files import write_atomically
 from dragons_egg.experiments.common.runs import stops_on_sigterm
@@ -73,6 +74,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "settings")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the tournament already in the output folder")
+    p.add_argument(CONSENT_FLAG, metavar="SPEC", action="append", default=[],
+                   help="with --resume: allow this agent spec of the saved config.json to run "
+                   "code (trust=1, rllib:path=, MODULE:CLASS): a folder cannot give that "
+                   "consent (again for more; giving the agents again does the same)")
     p.add_argument("--on-agent-error", choices=ON_AGENT_ERROR, default=None,
                    help="an agent that raises, returns a non-action or an illegal action, or "
                    "runs past --move-timeout: 'forfeit' (default) scores the match as its "
@@ -116,6 +121,9 @@ def _resumed_config(args: argparse.Namespace, parser: argparse.ArgumentParser
         parser.error(f"--resume {args.resume} continues the tournament in that folder: drop "
                      f"--out {args.out}")
     saved = read_saved_config(args.resume)
+    # before the specs are parsed (a MODULE:CLASS spec's module is imported then)
+    check_consent([a for a in saved.get("agents", []) if isinstance(a, str)],
+                  f"the config.json of {args.resume}", [*args.allow_code, *args.agents])
     tc = TournamentConfig.from_json({  # built, and checked, once: with this run's workers
         **saved, "workers": args.workers, "out_dir": args.resume,
         "on_agent_error": args.on_agent_error or saved.get("on_agent_error", "forfeit")})
