@@ -54,21 +54,12 @@ from typing import Any
 
 from dragons_egg.experiments.common.files import atomic_path
 from dragons_egg.experiments.common.runs import (
-    HeldInterrupts,
-    RunInterrupted,
-    RunOutput,
-    claim_run_dir,
-    config_changes,
-    interrupted_exit,
     json_ready,
-    resume_entry,
     resumed_settings,
-    start_entry,
     stops_on_sigterm,
-    write_run_config,
 )
 from dragons_egg.experiments.common.settings import migrated, module_prog
-from dragons_egg.experiments.training.callbacks import CallbackList, TrainerCallback
+from dragons_egg.experiments.training.callbacks import TrainerCallback
 from dragons_egg.experiments.training.checkpoint import (
     CHECKPOINT_FORMAT,
     CHECKPOINT_VERSION,
@@ -84,6 +75,7 @@ from dragons_egg.experiments.training.distributed import (
     resolve_collectors,
 )
 from dragons_egg.experiments.training.learner import Learner
+from dragons_egg.experiments.training.lifecycle import TrainerRun
 from dragons_egg.experiments.training.network import build_network, export_policy, new_table
 from dragons_egg.experiments.training.rollout import (
     ActingPolicy,
@@ -223,8 +215,11 @@ def export_checkpoint(path: str | Path, dest: str | Path, command: str = "",
 # ---------------------------------------------------------------------------------------
 # The run.
 
-class Run:
-    """A self-play run: collection, updates, league, evaluation, checkpoints.
+class Run(TrainerRun):
+    """A self-play run: collection, updates, league, evaluation, checkpoints. Its lifecycle
+    is :class:`~.lifecycle.TrainerRun`'s (settings, run folder, hold on Ctrl-C, hooks,
+    history and config history, run output); this class adds the learner, the collectors,
+    the league, the sample and time budgets, the checkpoint format and the policy exports.
 
     With ``resume`` (a checkpoint) the run continues from it with ``cfg``, which the command
     line makes from the checkpoint's settings and the ones given
@@ -244,26 +239,22 @@ class Run:
     #: most once in this many training seconds.
     PACE_EVERY = 60.0
 
+    RUN_FILES = RUN_FILES
+    SUBFOLDERS = ("checkpoints", "policies")
+    UNIT = "samples"
+    latest_checkpoint = staticmethod(latest_checkpoint)
+    cfg: SelfPlayConfig
+
     def __init__(self, cfg: SelfPlayConfig, resume: str | None = None,
                  trust_checkpoint: bool = False, overwrite: bool = False,
                  callbacks: Iterable[TrainerCallback] = ()) -> None:
-        cfg.validate()
-        self.cfg = cfg
-        self.dir = cfg.run_dir
-        # a new run, or a resume in the checkpoint's own run folder or in one with no run
-        claim_run_dir(self.dir, RUN_FILES, latest=latest_checkpoint, resume=resume,
-                      overwrite=overwrite)
-        (self.dir / "checkpoints").mkdir(parents=True, exist_ok=True)
-        (self.dir / "policies").mkdir(exist_ok=True)
-        #: Ctrl-C waits for the update in progress (:meth:`iteration`).
-        self.hold = HeldInterrupts("this update")
+        # settings, run folder, hold on Ctrl-C (:meth:`iteration`), history; the hooks: the
+        # plug-ins' that act around the loop, then those given
+        self.begin(cfg, resume, overwrite, [*cfg.plugin_callbacks(), *callbacks])
         self.learner = Learner(cfg)
         #: What the search targets the updates fit hold (``search_targets``), else None.
         self.search_info: dict[str, Any] | None = None
-        #: The hooks on the run (:mod:`.callbacks`): the plug-ins' that act around the loop,
-        #: then those given; ``on_run_start`` is called here, once the learner is built.
-        self.callbacks = CallbackList([*cfg.plugin_callbacks(), *callbacks])
-        self.callbacks.on_run_start(self)
+        self.run_started()  # once the learner is built, before a resume's state is loaded
         #: The learner's policy as the in-process collector plays it (its own generator).
         self.acting = ActingPolicy(self.learner.model, acting_seed(cfg.seed, 0, 0))
         self.samples = 0
@@ -271,22 +262,15 @@ class Run:
         self.seconds = 0.0      # wall time of collection and updates
         self.last_update_s = 0.0  # the last iteration's (this process's; 0 until one ran)
         self.eval_seconds = 0.0
-        self.history: list[dict[str, Any]] = []
         self.league: list[str] = []   # snapshot policy files
         self.marks = {"eval": 0, "checkpoint": 0, "snapshot": 0}
         #: Samples and training seconds at the last pace line (:meth:`pace_line`).
         self.pace_mark = (0, 0.0)
-        #: When the run started and each resume, with the settings it changed.
-        self.config_history: list[dict[str, Any]] = [start_entry()]
         #: What :meth:`train` announced of the sample budget (:meth:`sample_budget`).
         self.budget: dict[str, Any] | None = None
         if resume:
             self._load(Path(resume), trust_checkpoint)
-        #: ``eval.csv``, the learning curve and TensorBoard (:class:`RunOutput`).
-        self.output = RunOutput(self.dir, "samples")
-        if resume:
-            self.output.restore(self.history, self.samples)
-        write_run_config(self.dir, cfg, self.config_history)
+        self.open_output(bool(resume), self.samples)  # eval.csv, the curve, TensorBoard
         #: Matches in a rollout (every table size's).
         self.batch = cfg.collection.envs_per_size * len(cfg.collection.table_sizes)
         self._snap_policies: list[Any] = []
@@ -309,6 +293,15 @@ class Run:
         self._sync_league()
         if self.collector is not None:
             self.collector.start()  # the first matches have a league too
+
+    @property
+    def dir(self) -> Path:
+        """The run folder (:attr:`run_dir`)."""
+        return self.run_dir
+
+    def done_line(self, final: Path) -> str:
+        return (f"wrote {final} ({self.samples:,} samples in {self.seconds:,.0f} s: "
+                f"{self.samples / max(self.seconds, 1e-9):,.0f} samples/s)")
 
     # -- checkpoints -----------------------------------------------------------------------
     def save(self) -> Path:
@@ -336,8 +329,7 @@ class Run:
         # quote that name: ``latest.pt.tmp`` keeps it ``latest.pt``
         with atomic_path(path, tmp_name=f"{path.name}.tmp") as tmp:
             torch.save(state, tmp)
-        self.callbacks.on_checkpoint(self, path)
-        return path
+        return self.checkpoint_written(path)
 
     def _load(self, path: Path, trust: bool = False) -> None:
         state = load_checkpoint(path, trust)
@@ -370,9 +362,7 @@ class Run:
             except ValueError as exc:
                 raise ValueError(f"checkpoint {path}: {exc}") from None
         # checkpoints from before the config history have none
-        self.config_history = list(state.get("config_history", []))
-        self.config_history.append(resume_entry(
-            self.samples, path, config_changes(saved_config(state, path), self.cfg)))
+        self.resumed(path, self.samples, saved, state.get("config_history", []))
 
     # -- league ------------------------------------------------------------------------------
     def _sync_league(self) -> None:
@@ -478,16 +468,12 @@ class Run:
             if bar is not None:
                 bar.close()
                 bar = None
-            final = self.finish()
-            self.callbacks.on_run_end(self, final)
-            return final
+            return self.run_ended(self.finish())
         except KeyboardInterrupt:
             if bar is not None:
                 bar.close()
-            if self.hold.torn:  # a second Ctrl-C cut an update: nothing whole to save
-                raise RunInterrupted(None, self.samples, "samples",
-                                     latest_checkpoint(self.dir)) from None
-            raise RunInterrupted(self.save(), self.samples, "samples") from None
+            # a checkpoint, unless a second Ctrl-C cut an update: nothing whole to save
+            raise self.interrupted(self.samples, self.save) from None
         finally:
             self.close()
 
@@ -601,10 +587,8 @@ class Run:
                                 seed=cfg.seed + 7919 * len(self.history),
                                 num_rounds=cfg.num_rounds,
                                 rules=tournament_flags(cfg.rules)))
-        self.callbacks.on_eval_end(self, row)  # the search targets' figures, among others
+        self.record_eval(row)  # the hooks add theirs (the search targets' figures, ...)
         self.eval_seconds += time.perf_counter() - t0
-        self.history.append(row)
-        self.output.add_eval(row)
         line = (f"eval at {self.samples:,} samples ({self.seconds:,.0f} s): "
                 + ", ".join(f"{k} {v:+.3f}" for k, v in row.items() if k.startswith("diff_")
                             and not k.endswith(("_low", "_high")))
@@ -686,20 +670,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     prog = prog or module_prog(Run) or "python -m " + __name__
     require_cli(prog, "train")
     cmd = parse_args(argv, prog)
-    try:
-        run = Run(cmd.cfg, cmd.resume, trust_checkpoint=cmd.trust, overwrite=cmd.overwrite)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as exc:
-        return interrupted_exit(exc, prog)
-    try:
-        final = run.train()
-    except KeyboardInterrupt as exc:  # Run.train saved a checkpoint (RunInterrupted)
-        return interrupted_exit(exc, prog)
-    print(f"wrote {final} ({run.samples:,} samples in {run.seconds:,.0f} s: "
-          f"{run.samples / max(run.seconds, 1e-9):,.0f} samples/s)")
-    return 0
+    return Run.command(prog, lambda: Run(cmd.cfg, cmd.resume, cmd.trust, cmd.overwrite))
 
 
 if __name__ == "__main__":

@@ -54,18 +54,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from dragons_egg.experiments.common.runs import (
-    HeldInterrupts,
-    RunInterrupted,
-    RunOutput,
-    claim_run_dir,
-    config_changes,
-    interrupted_exit,
     json_ready,
-    resume_entry,
     resumed_settings,
-    start_entry,
     stops_on_sigterm,
-    write_run_config,
 )
 from dragons_egg.experiments.common.settings import (
     check_range,
@@ -74,7 +65,8 @@ from dragons_egg.experiments.common.settings import (
     require,
 )
 from dragons_egg.experiments.evaluation.versus import format_estimate
-from dragons_egg.experiments.training.callbacks import CallbackList, TrainerCallback
+from dragons_egg.experiments.training.callbacks import TrainerCallback
+from dragons_egg.experiments.training.lifecycle import TrainerRun
 from dragons_egg.experiments.training.scaffold import (
     RulesSettings,
     RunSettings,
@@ -348,183 +340,6 @@ def _checkpoint_meta(path: Path) -> dict[str, Any]:
     return out
 
 
-class SelfPlayCallback:
-    """The periodic work of a training run, as a stable-baselines3 callback: every
-    ``snapshot_every`` steps a frozen snapshot of the learner joins the opponent pool (the newest
-    ``max_snapshots`` stay), every ``eval_every`` steps an evaluation, every
-    ``checkpoint_every`` steps a checkpoint.
-
-    Its state is held here: the pool's ``snapshots`` (paths), the evaluation ``history``, the
-    next step ``marks`` of each task and the ``start`` time. :meth:`create` makes one that
-    ``model.learn`` accepts (SB3's ``BaseCallback`` is mixed in there, so that importing this
-    module needs neither SB3 nor torch); :meth:`run_eval` and :meth:`save_checkpoint` also
-    serve after training.
-    """
-
-    if TYPE_CHECKING:
-        #: BaseCallback's: the VecEnv that ``model.learn`` steps (set once SB3's class is
-        #: mixed in, :meth:`create`).
-        training_env: Any
-
-    def __init__(self, cfg: TrainConfig, model: Any, snapshots: list[str],
-                 history: list[dict[str, Any]]) -> None:
-        super().__init__()  # BaseCallback's, where create() mixed it in
-        self.cfg = cfg
-        self.run_dir = cfg.run_dir
-        self.model = model  # init_callback sets the same model again
-        self.snapshots = snapshots
-        self.history = history
-        #: When the run started and each resume, with the settings it changed.
-        self.config_history: list[dict[str, Any]] = []
-        #: What :func:`announce_budget` said of the run's timesteps.
-        self.budget: dict[str, Any] | None = None
-        now = model.num_timesteps
-        # the evaluation after the history's last, the snapshot after the pool's newest: one a
-        # Ctrl-C cut is due again at once
-        last_eval = history[-1]["timesteps"] if history else 0
-        last_snap = max((int(m[1]) for s in snapshots
-                         if (m := re.search(r"snap_(\d+)\.zip$", str(s)))), default=0)
-        self.marks = {"snap": _next(last_snap, cfg.snapshot_every),
-                      "eval": _next(last_eval, cfg.eval_every),
-                      "ckpt": _next(now, cfg.checkpoint_every)}
-        self.start = time.time()
-        #: The timesteps of the last finished update: what the weights have learned from.
-        self.boundary = now
-        #: Ctrl-C waits for the update in progress (from the end of a rollout to the start
-        #: of the next, or to the end of training).
-        self.hold = HeldInterrupts("this update")
-        #: ``eval.csv``, the learning curve and the evaluations' scalars, which go to SB3's
-        #: logger (its TensorBoard files and ``progress.csv``).
-        self.output = RunOutput(self.run_dir, "timesteps",
-                                scalar=lambda tag, value, step: model.logger.record(tag, value))
-        #: The hooks on the run (:mod:`.callbacks`; :func:`train`'s ``callbacks``).
-        self.callbacks = CallbackList()
-        #: Whether a rollout ended whose update has not been reported yet.
-        self.updating = False
-
-    @classmethod
-    def create(cls, cfg: TrainConfig, model: Any, snapshots: list[str],
-               history: list[dict[str, Any]]) -> SelfPlayCallback:
-        """An instance that is also an SB3 ``BaseCallback`` (imports SB3)."""
-        return _with_base_callback(cls)(cfg, model, snapshots, history)
-
-    def _on_step(self) -> bool:
-        return True
-
-    def _on_rollout_end(self) -> None:
-        self.callbacks.on_rollout_end(self, {"timesteps": self.model.num_timesteps})
-        self.updating = True
-        self.hold.start()  # SB3 updates the weights next
-
-    def _update_done(self) -> None:
-        if self.updating:
-            self.updating = False
-            self.callbacks.on_update_end(self, {"timesteps": self.model.num_timesteps})
-
-    def _on_rollout_start(self) -> None:
-        # between two updates: the weights have learned from every step counted so far
-        self.boundary = self.model.num_timesteps
-        self.hold.stop()  # a Ctrl-C held during the update is raised here
-        self._update_done()
-        self.periodic()
-
-    def _on_training_end(self) -> None:
-        self.boundary = self.model.num_timesteps
-        self.hold.stop()
-        self._update_done()
-
-    def periodic(self) -> None:
-        """The snapshot, evaluation and checkpoint due by now, each after the update that
-        reached its mark (at the start of a rollout, never in the middle of one: what they
-        save or measure has learned from every step counted)."""
-        t = self.model.num_timesteps
-        cfg = self.cfg
-        if self.marks["snap"] and t >= self.marks["snap"]:
-            self.add_snapshot(t)
-            self.marks["snap"] = _next(t, cfg.snapshot_every)
-        if self.marks["eval"] and t >= self.marks["eval"]:
-            self.run_eval()
-            self.marks["eval"] = _next(t, cfg.eval_every)
-        if self.marks["ckpt"] and t >= self.marks["ckpt"]:
-            self.marks["ckpt"] = _next(t, cfg.checkpoint_every)
-            self.save_checkpoint(f"step_{t}")
-
-    def interrupted(self) -> RunInterrupted:
-        """After a Ctrl-C: the checkpoint ``step_<t>`` of the last finished update (the steps
-        of an unfinished rollout are dropped, as if never taken; they are taken again on
-        resume), to raise. Nothing is saved when a second Ctrl-C cut an update."""
-        self.hold.release()
-        if self.hold.torn:
-            return RunInterrupted(None, self.boundary, "timesteps",
-                                  latest_checkpoint(self.run_dir))
-        self.model.num_timesteps = self.boundary
-        return RunInterrupted(self.save_checkpoint(f"step_{self.boundary}"), self.boundary,
-                              "timesteps")
-
-    def add_snapshot(self, t: int) -> None:
-        """Save the learner as ``snapshots/snap_<t>.zip``, keep the newest ``max_snapshots``
-        of them in the pool and hand the pool to the training envs."""
-        path = self.run_dir / "snapshots" / f"snap_{t}.zip"
-        self.model.save(str(path))
-        self.snapshots.append(str(path))
-        excess = len(self.snapshots) - self.cfg.max_snapshots
-        if excess > 0:
-            del self.snapshots[:excess]
-        # training_env: BaseCallback's, the VecEnv that model.learn steps
-        self.training_env.env_method("set_pool", *_pool(self.cfg, self.snapshots))
-
-    def save_checkpoint(self, name: str) -> Path:
-        """``checkpoints/<name>.zip`` and a ``.json`` beside it with the step count, the pool's
-        snapshots, the evaluation history and the config; returns the ``.zip`` path."""
-        path = self.run_dir / "checkpoints" / f"{name}.zip"
-        self.model.save(str(path))
-        t = self.model.num_timesteps
-        budget = None if self.budget is None else {
-            **self.budget, "trained": t, "overshoot": max(t - self.cfg.total_timesteps, 0)}
-        path.with_suffix(".json").write_text(json.dumps(json_ready(
-            {"num_timesteps": t, "snapshots": self.snapshots, "history": self.history,
-             "config": dataclasses.asdict(self.cfg), "config_history": self.config_history,
-             "budget": budget}), indent=1))
-        self.callbacks.on_checkpoint(self, path)
-        return path
-
-    def run_eval(self) -> None:
-        """Evaluate the current policy (:func:`evaluate`); the figures go to the history, the
-        SB3 logger (``eval/...``), ``eval.csv`` and stderr."""
-        model = self.model
-        path = self.run_dir / "snapshots" / "eval_current.zip"
-        model.save(str(path))
-        res = {"timesteps": model.num_timesteps, "seconds": round(time.time() - self.start, 1),
-               **evaluate(path, self.cfg, seed=self.cfg.seed + 7919)}
-        self.callbacks.on_eval_end(self, res)
-        self.history.append(res)
-        self.output.add_eval(res)
-        model.logger.dump(model.num_timesteps)
-        sys.stderr.write(f"[eval @ {model.num_timesteps} steps] mean match score "
-                         f"{format_estimate(res, 'mean_score')}  Dragon "
-                         f"{res['dragon_rate']:.2f}  Egg {res['egg_rate']:.2f}\n")
-        sys.stderr.flush()
-
-
-@class_cache
-def _with_base_callback(cls: type[SelfPlayCallback]) -> type[SelfPlayCallback]:
-    """``cls`` with SB3's ``BaseCallback`` mixed in (made once per class)."""
-    from stable_baselines3.common.callbacks import BaseCallback
-
-    return cast(type[SelfPlayCallback],
-                type(cls.__name__, (cls, BaseCallback), {"__module__": cls.__module__,
-                                                         "__doc__": cls.__doc__}))
-
-
-def _prepare_run_dir(cfg: TrainConfig) -> Path:
-    """The run folder with its ``checkpoints`` and ``snapshots`` (``config.json`` is written
-    by :func:`dragons_egg.experiments.common.settings.write_run_config`)."""
-    run = cfg.run_dir
-    (run / "checkpoints").mkdir(parents=True, exist_ok=True)
-    (run / "snapshots").mkdir(exist_ok=True)
-    return run
-
-
 #: What the commands this trainer prints to resume a run of its own add after ``--resume
 #: CHECKPOINT`` (an SB3 checkpoint loads only when trusted: the run's own is).
 RESUME_FLAGS = " --trust-checkpoint"
@@ -616,65 +431,243 @@ def make_model(cfg: TrainConfig, venv: Any, resume: str | None, trust: bool = Fa
         verbose=0)
 
 
+class SB3Run(TrainerRun):
+    """A MaskablePPO run with self-play: its lifecycle is :class:`~.lifecycle.TrainerRun`'s
+    (settings, run folder, hold on Ctrl-C, hooks, history and config history, run output);
+    this class adds the VecEnv and the SB3 model, the opponent pool and the periodic work
+    that :class:`SelfPlayCallback` (what ``model.learn`` calls) forwards here: every
+    ``snapshot_every`` steps a frozen snapshot of the learner joins the pool (the newest
+    ``max_snapshots`` stay), every ``eval_every`` steps an evaluation, every
+    ``checkpoint_every`` steps a checkpoint. It is what the hooks get (``cfg``, ``model``,
+    ``run_dir``, ``history``).
+
+    Its state: the pool's ``snapshots`` (paths), the evaluation ``history``, the next step
+    ``marks`` of each task and the ``start`` time. Building it imports SB3 and torch (this
+    module does not); :meth:`run_eval` and :meth:`save_checkpoint` also serve after
+    training."""
+
+    RUN_FILES = RUN_FILES
+    SUBFOLDERS = ("checkpoints", "snapshots")
+    UNIT = "timesteps"
+    RESUME_FLAGS = RESUME_FLAGS
+    EXIT_ON_ERROR = True
+    latest_checkpoint = staticmethod(latest_checkpoint)
+    cfg: TrainConfig
+
+    def __init__(self, cfg: TrainConfig, resume: str | None = None, trust: bool = False,
+                 overwrite: bool = False, callbacks: Iterable[TrainerCallback] = ()) -> None:
+        import torch
+        from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+        self.begin(cfg, resume, overwrite, callbacks)
+        torch.set_num_threads(cfg.torch_threads)
+        self.resume = resume
+        self.snapshots: list[str] = []
+        if resume:
+            self.snapshots, self.history = _resumed_pool(resume, trust)
+        meta = _checkpoint_meta(Path(resume)) if resume else {}
+        vec_cls = SubprocVecEnv if cfg.vec_env == "subproc" else DummyVecEnv
+        self.venv = vec_cls([make_env_fn(cfg, i) for i in range(cfg.n_envs)])
+        try:  # the env processes end with a start that fails
+            self.venv.env_method("set_pool", *_pool(cfg, self.snapshots))
+            self.model = make_model(cfg, self.venv, resume, trust)
+            self._start(meta)
+        except BaseException:
+            self.venv.close()
+            raise
+
+    def _start(self, meta: dict[str, Any]) -> None:
+        """The run on its model: the marks, the config history, the output, the budget."""
+        from stable_baselines3.common.logger import configure
+
+        cfg, model, resume = self.cfg, self.model, self.resume
+        model.set_logger(configure(str(self.run_dir), ["csv", "tensorboard"]))
+        now = model.num_timesteps
+        # the evaluation after the history's last, the snapshot after the pool's newest: one a
+        # Ctrl-C cut is due again at once
+        last_eval = self.history[-1]["timesteps"] if self.history else 0
+        last_snap = max((int(m[1]) for s in self.snapshots
+                         if (m := re.search(r"snap_(\d+)\.zip$", str(s)))), default=0)
+        self.marks = {"snap": _next(last_snap, cfg.snapshot_every),
+                      "eval": _next(last_eval, cfg.eval_every),
+                      "ckpt": _next(now, cfg.checkpoint_every)}
+        self.start = time.time()
+        #: The timesteps of the last finished update: what the weights have learned from.
+        self.boundary = now
+        #: Whether a rollout ended whose update has not been reported yet.
+        self.updating = False
+        if resume:  # checkpoints from before the config history have none
+            self.resumed(resume, now, saved_config(meta, resume),
+                         meta.get("config_history", []))
+        # the evaluations' scalars go to SB3's logger (its TensorBoard files, progress.csv)
+        self.open_output(bool(resume), now,
+                         scalar=lambda tag, value, step: model.logger.record(tag, value))
+        #: What :func:`announce_budget` said of the run's timesteps.
+        self.budget: dict[str, Any] | None = announce_budget(cfg, now)
+        self.run_started()
+
+    def train(self) -> Path:
+        """Train to ``total_timesteps``, then the final evaluation and checkpoint
+        (``final.zip``, returned). A Ctrl-C (held during an update, from the end of a rollout
+        to the start of the next) saves the checkpoint of the last finished update."""
+        model = self.model
+        remaining = self.cfg.total_timesteps - model.num_timesteps
+        try:
+            if remaining > 0:
+                model.learn(remaining, callback=SelfPlayCallback.create(self),
+                            reset_num_timesteps=not self.resume, progress_bar=self.cfg.progress)
+            if not self.history or self.history[-1]["timesteps"] != model.num_timesteps:
+                self.run_eval()
+            final = self.save_checkpoint("final")
+        except KeyboardInterrupt:
+            raise self.interrupted(self.boundary, self._save_boundary) from None
+        finally:
+            self.hold.release()
+            self.venv.close()
+        self.output.redraw()
+        self.run_ended(final)
+        print(f"final checkpoint: {final}", file=sys.stderr)
+        return final
+
+    # -- what SelfPlayCallback forwards ------------------------------------------------------
+    def rollout_ended(self) -> None:
+        self.callbacks.on_rollout_end(self, {"timesteps": self.model.num_timesteps})
+        self.updating = True
+        self.hold.start()  # SB3 updates the weights next
+
+    def rollout_starting(self) -> None:
+        # between two updates: the weights have learned from every step counted so far
+        self.training_ended()
+        self.periodic()
+
+    def training_ended(self) -> None:
+        self.boundary = self.model.num_timesteps
+        self.hold.stop()  # a Ctrl-C held during the update is raised here
+        if self.updating:
+            self.updating = False
+            self.callbacks.on_update_end(self, {"timesteps": self.model.num_timesteps})
+
+    def periodic(self) -> None:
+        """The snapshot, evaluation and checkpoint due by now, each after the update that
+        reached its mark (at the start of a rollout, never in the middle of one: what they
+        save or measure has learned from every step counted)."""
+        t = self.model.num_timesteps
+        cfg = self.cfg
+        if self.marks["snap"] and t >= self.marks["snap"]:
+            self.add_snapshot(t)
+            self.marks["snap"] = _next(t, cfg.snapshot_every)
+        if self.marks["eval"] and t >= self.marks["eval"]:
+            self.run_eval()
+            self.marks["eval"] = _next(t, cfg.eval_every)
+        if self.marks["ckpt"] and t >= self.marks["ckpt"]:
+            self.marks["ckpt"] = _next(t, cfg.checkpoint_every)
+            self.save_checkpoint(f"step_{t}")
+
+    def _save_boundary(self) -> Path:
+        """After a Ctrl-C: the checkpoint ``step_<t>`` of the last finished update (the steps
+        of an unfinished rollout are dropped, as if never taken; they are taken again on
+        resume)."""
+        self.model.num_timesteps = self.boundary
+        return self.save_checkpoint(f"step_{self.boundary}")
+
+    def add_snapshot(self, t: int) -> None:
+        """Save the learner as ``snapshots/snap_<t>.zip``, keep the newest ``max_snapshots``
+        of them in the pool and hand the pool to the training envs."""
+        path = self.run_dir / "snapshots" / f"snap_{t}.zip"
+        self.model.save(str(path))
+        self.snapshots.append(str(path))
+        excess = len(self.snapshots) - self.cfg.max_snapshots
+        if excess > 0:
+            del self.snapshots[:excess]
+        # the VecEnv that model.learn steps (BaseCallback's training_env)
+        self.model.get_env().env_method("set_pool", *_pool(self.cfg, self.snapshots))
+
+    def save_checkpoint(self, name: str) -> Path:
+        """``checkpoints/<name>.zip`` and a ``.json`` beside it with the step count, the pool's
+        snapshots, the evaluation history and the config; returns the ``.zip`` path."""
+        path = self.run_dir / "checkpoints" / f"{name}.zip"
+        self.model.save(str(path))
+        t = self.model.num_timesteps
+        budget = None if self.budget is None else {
+            **self.budget, "trained": t, "overshoot": max(t - self.cfg.total_timesteps, 0)}
+        path.with_suffix(".json").write_text(json.dumps(json_ready(
+            {"num_timesteps": t, "snapshots": self.snapshots, "history": self.history,
+             "config": dataclasses.asdict(self.cfg), "config_history": self.config_history,
+             "budget": budget}), indent=1))
+        return self.checkpoint_written(path)
+
+    def run_eval(self) -> None:
+        """Evaluate the current policy (:func:`evaluate`); the figures go to the history, the
+        SB3 logger (``eval/...``), ``eval.csv`` and stderr."""
+        model = self.model
+        path = self.run_dir / "snapshots" / "eval_current.zip"
+        model.save(str(path))
+        res = self.record_eval({
+            "timesteps": model.num_timesteps, "seconds": round(time.time() - self.start, 1),
+            **evaluate(path, self.cfg, seed=self.cfg.seed + 7919)})
+        model.logger.dump(model.num_timesteps)
+        sys.stderr.write(f"[eval @ {model.num_timesteps} steps] mean match score "
+                         f"{format_estimate(res, 'mean_score')}  Dragon "
+                         f"{res['dragon_rate']:.2f}  Egg {res['egg_rate']:.2f}\n")
+        sys.stderr.flush()
+
+
+class SelfPlayCallback:
+    """What ``model.learn`` calls, as a stable-baselines3 callback: each point of SB3's loop
+    forwarded to the :class:`SB3Run`, ``run`` (the end of a rollout, the start of the next,
+    the end of training). :meth:`create` makes one that ``model.learn`` accepts (SB3's
+    ``BaseCallback`` is mixed in there, so that importing this module needs neither SB3 nor
+    torch)."""
+
+    if TYPE_CHECKING:
+        #: BaseCallback's: the model ``model.learn`` trains (set by ``init_callback``).
+        model: Any
+
+    def __init__(self, run: SB3Run) -> None:
+        super().__init__()  # BaseCallback's, where create() mixed it in
+        self.run = run
+
+    @classmethod
+    def create(cls, run: SB3Run) -> SelfPlayCallback:
+        """An instance that is also an SB3 ``BaseCallback`` (imports SB3)."""
+        return _with_base_callback(cls)(run)
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self.run.rollout_ended()
+
+    def _on_rollout_start(self) -> None:
+        self.run.rollout_starting()
+
+    def _on_training_end(self) -> None:
+        self.run.training_ended()
+
+
+@class_cache
+def _with_base_callback(cls: type[SelfPlayCallback]) -> type[SelfPlayCallback]:
+    """``cls`` with SB3's ``BaseCallback`` mixed in (made once per class)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    return cast(type[SelfPlayCallback],
+                type(cls.__name__, (cls, BaseCallback), {"__module__": cls.__module__,
+                                                         "__doc__": cls.__doc__}))
+
+
 def train(cfg: TrainConfig, resume: str | None = None, trust: bool = False,
           overwrite: bool = False, callbacks: Iterable[TrainerCallback] = ()) -> Path:
-    """Run (or resume) training; returns the path of the final checkpoint. ``trust``
-    (``--trust-checkpoint``) lets ``resume`` be loaded (:func:`check_resume`). ``callbacks``
-    are hooks on the run (:mod:`.callbacks`), called with the run's SB3 callback
-    (:class:`SelfPlayCallback`: ``cfg``, ``model``, ``run_dir``, ``history``).
+    """Run (or resume) training (an :class:`SB3Run`); returns the path of the final
+    checkpoint. ``trust`` (``--trust-checkpoint``) lets ``resume`` be loaded
+    (:func:`check_resume`). ``callbacks`` are hooks on the run (:mod:`.callbacks`), called
+    with the :class:`SB3Run` (``cfg``, ``model``, ``run_dir``, ``history``).
 
     A run folder holds one run: a folder with another run's files (:data:`RUN_FILES`) is a
     ``ValueError`` naming ``--resume`` and ``--run-name``, unless ``overwrite`` removes them
-    first (:func:`~dragons_egg.experiments.common.settings.claim_run_dir`). A Ctrl-C saves the
+    first (:func:`~dragons_egg.experiments.common.runs.claim_run_dir`). A Ctrl-C saves the
     checkpoint of the last finished update and raises
-    :class:`~dragons_egg.experiments.common.settings.RunInterrupted`."""
-    import torch
-    from stable_baselines3.common.logger import configure
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
-
-    cfg.validate()
-    claim_run_dir(cfg.run_dir, RUN_FILES, latest=latest_checkpoint, resume=resume,
-                  overwrite=overwrite, resume_flags=RESUME_FLAGS)
-    torch.set_num_threads(cfg.torch_threads)
-    run = _prepare_run_dir(cfg)
-    snapshots, history = _resumed_pool(resume, trust) if resume else ([], [])
-    meta = _checkpoint_meta(Path(resume)) if resume else {}
-    # checkpoints from before the config history have none
-    config_history = (list(meta.get("config_history", [])) if resume
-                      else [start_entry("timesteps")])
-    vec_cls = SubprocVecEnv if cfg.vec_env == "subproc" else DummyVecEnv
-    venv = vec_cls([make_env_fn(cfg, i) for i in range(cfg.n_envs)])
-    venv.env_method("set_pool", *_pool(cfg, snapshots))
-    model = make_model(cfg, venv, resume, trust)
-    model.set_logger(configure(str(run), ["csv", "tensorboard"]))
-    tasks = SelfPlayCallback.create(cfg, model, snapshots, history)
-    tasks.callbacks = CallbackList(callbacks)
-    if resume:
-        config_history.append(resume_entry(
-            model.num_timesteps, resume, config_changes(saved_config(meta, resume), cfg),
-            unit="timesteps"))
-        tasks.output.restore(history, model.num_timesteps)
-    write_run_config(run, cfg, config_history)
-    tasks.config_history = config_history
-    tasks.budget = announce_budget(cfg, model.num_timesteps)
-    remaining = cfg.total_timesteps - model.num_timesteps
-    tasks.callbacks.on_run_start(tasks)
-    try:
-        if remaining > 0:
-            model.learn(remaining, callback=tasks, reset_num_timesteps=not resume,
-                        progress_bar=cfg.progress)
-        if not history or history[-1]["timesteps"] != model.num_timesteps:
-            tasks.run_eval()
-        final = tasks.save_checkpoint("final")
-    except KeyboardInterrupt:
-        raise tasks.interrupted() from None
-    finally:
-        tasks.hold.release()
-        venv.close()
-    tasks.output.redraw()
-    tasks.callbacks.on_run_end(tasks, final)
-    print(f"final checkpoint: {final}", file=sys.stderr)
-    return final
+    :class:`~dragons_egg.experiments.common.runs.RunInterrupted`."""
+    return SB3Run(cfg, resume, trust, overwrite, callbacks).train()
 
 
 def _next(now: int, every: int) -> int:
@@ -688,14 +681,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     prog = prog or module_prog(TrainConfig) or "python -m " + __name__
     require_cli(prog, "train")  # before parsing: tyro parses, SB3 trains
     cmd = parse_args(argv, prog)
-    try:
-        train(cmd.cfg, resume=cmd.resume, trust=cmd.trust, overwrite=cmd.overwrite)
-    except ValueError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except KeyboardInterrupt as exc:  # train saved a checkpoint (RunInterrupted)
-        return interrupted_exit(exc, prog, RESUME_FLAGS)
-    return 0
+    return SB3Run.command(prog, lambda: SB3Run(cmd.cfg, cmd.resume, cmd.trust, cmd.overwrite))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from dragons_egg.agents import AgentSpecError
-from dragons_egg.agents.consent import CONSENT_FLAG, check_consent
+from dragons_egg.agents.consent import CONSENT_FLAG, check_consent, runs_code
 from dragons_egg.experiments.common.args import positive_float, rule_flag, table_size
 from dragons_egg.experiments.common.files import write_atomically
 from dragons_egg.experiments.common.runs import stops_on_sigterm
@@ -151,7 +151,19 @@ def _saved_line(exc: BaseException, prog: str) -> str:
     if not isinstance(saved, SavedRun):
         return ""
     return (f"{saved.finished} of {saved.planned} matches are saved in {saved.out_dir} with a "
-            f"partial report; resume with: {prog} --resume {shlex.quote(saved.out_dir)}")
+            f"partial report; resume with: {prog} --resume {shlex.quote(saved.out_dir)}"
+            + _consent_flags(saved.out_dir))
+
+
+def _consent_flags(out_dir: str) -> str:
+    """The ``--allow-code SPEC`` options a resume of ``out_dir`` needs (its agents that run
+    code: the folder cannot give that consent, the user gives it again)."""
+    try:
+        specs = read_saved_config(out_dir).get("agents", [])
+    except (OutputError, OSError, ValueError):
+        return ""
+    return "".join(f" {CONSENT_FLAG} {shlex.quote(a)}" for a in specs
+                   if isinstance(a, str) and runs_code(a))
 
 
 @stops_on_sigterm  # ``dragons-egg tournament`` calls this directly, not :func:`main`

@@ -182,7 +182,7 @@ def test_ctrl_c_keeps_the_finished_matches_and_resume_gives_the_uninterrupted_su
     assert code == 130 and "Traceback" not in err
     assert err.strip().splitlines()[-1] == (
         f"{PROG}: interrupted; 5 of 16 matches are saved in {cut} with a partial report; "
-        f"resume with: {PROG} --resume {cut}")
+        f"resume with: {PROG} --resume {cut} --allow-code durable_bots:Interrupter")
     assert len(lines(cut / "results.jsonl")) == 5
     partial = json.loads((cut / "summary.json").read_text())
     assert partial["partial"] is True and (partial["matches"], partial["planned"]) == (5, 16)
@@ -194,7 +194,11 @@ def test_ctrl_c_keeps_the_finished_matches_and_resume_gives_the_uninterrupted_su
     real = T.play_task
     monkeypatch.setattr(T.runner, "play_task",
                         lambda *a, **k: played.append(a[1:3]) or real(*a, **k))
-    code, out, err = cli(["--resume", str(cut), "--workers", "1", "--no-progress"], capsys)
+    # the folder names a MODULE:CLASS agent: the resume line's consent is needed
+    code, _, err = cli(["--resume", str(cut), "--workers", "1", "--no-progress"], capsys)
+    assert code == 2 and "--allow-code 'durable_bots:Interrupter'" in err and not played
+    code, out, err = cli(["--resume", str(cut), "--workers", "1", "--no-progress",
+                          "--allow-code", "durable_bots:Interrupter"], capsys)
     assert code == 0, err
     assert len(played) == 11  # only the missing matches
     assert untimed(cut / "summary.json") == untimed(full / "summary.json")
@@ -423,14 +427,14 @@ def test_on_agent_error_stop_keeps_the_finished_matches_and_says_what_failed(bot
         f"rotation 1 (seat 1, round 1, match seed {seed}): act raised ValueError: no idea "
         f"what to play; replay: {out / 'replays' / 'seq0-rot1.json'}; 1 of 4 matches are "
         f"saved in {out} with a partial report; resume with: {PROG} --resume {out} "
-        "(--on-agent-error forfeit plays past it)")
+        f"--allow-code {spec} (--on-agent-error forfeit plays past it)")
     assert check_replay(out / "replays" / "seq0-rot1.json")
     assert [(r["sequence"], r["rotation"]) for r in lines(out / "results.jsonl")] == [(0, 0)]
     assert json.loads((out / "summary.json").read_text())["partial"] is True
 
     # resumed with forfeits, it is the run that forfeited from the start
     assert cli(["--resume", str(out), "--on-agent-error", "forfeit", "--workers", "1",
-                "--no-progress"], capsys)[0] == 0
+                "--no-progress", "--allow-code", spec], capsys)[0] == 0
     assert cli(argv + ["--out", str(bots / "full")], capsys)[0] == 0
     assert untimed(out / "summary.json") == untimed(bots / "full" / "summary.json")
 
