@@ -36,7 +36,7 @@ OWN: dict[str, tuple[str, ...]] = {
     # Images of the table (render_mode="rgb_array", dragons-egg gif).
     "render": ("PIL",),
     # Tournaments and reports: ratings, progress bars, plots.
-    "experiments": ("openskill", "tqdm", "matplotlib"),
+    "experiments": ("openskill", "tqdm", "matplotlib", "filelock"),
     # Training (self-play, SB3, shipping; tyro reads the trainers' settings) and SB3 agents.
     "train": ("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "rich", "tyro"),
     # Ray RLlib: dragons_egg.experiments.training.rllib, train_rllib and the rllib agent.

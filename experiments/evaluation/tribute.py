@@ -68,6 +68,7 @@ from dragons_egg.agents.heuristic import HeuristicAgent
 from dragons_egg.agents.runner import play_match
 from dragons_egg.agents.tribute_mix import TRIBUTE_POLICIES, TributeMix, tribute_actions
 from dragons_egg.experiments.common.args import int_range, rule_flag
+from dragons_egg.experiments.common.locks import FolderBusy, FolderLock
 from dragons_egg.experiments.common.runs import ignore_interrupts, stops_on_sigterm
 from dragons_egg.experiments.evaluation.tournament import deal_sequence, derive
 from dragons_egg.experiments.evaluation.tournament.output import OutputError, check_out_dir
@@ -677,6 +678,21 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         check_out_dir(out)
     except OutputError as exc:
         p.error(str(exc))
+    lock = FolderLock(out, "analysis folder")
+    try:  # one writer per folder, for the whole analysis
+        lock.acquire()
+    except (FolderBusy, OSError) as exc:
+        p.error(str(exc))
+    try:
+        return _play_and_report(args, p, settings, out)
+    finally:
+        lock.release()
+
+
+def _play_and_report(args: argparse.Namespace, p: argparse.ArgumentParser,
+                     settings: TributeSettings, out: Path) -> int:
+    """:func:`main`'s work in the folder it holds: the settings written (a new analysis),
+    the units played, the report written."""
     if args.resume is None:
         if (out / SETTINGS).exists() or (out / SUMMARY).exists():
             p.error(f"output folder {str(out)!r} already holds a tribute analysis: finish it "

@@ -18,6 +18,7 @@ from dragons_egg.agents import AgentSpecError
 from dragons_egg.agents.consent import CONSENT_FLAG, check_consent, runs_code
 from dragons_egg.experiments.common.args import positive_float, rule_flag, table_size
 from dragons_egg.experiments.common.files import write_atomically
+from dragons_egg.experiments.common.locks import FolderLock
 from dragons_egg.experiments.common.runs import stops_on_sigterm
 from dragons_egg_env.config import ConfigError, int_range
 from dragons_egg_env.extras import require_cli
@@ -183,6 +184,8 @@ def run_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         # the config checks itself as it is built (agents, rules, settings): once
         tc = _resumed_config(args, parser) if resume else _new_config(args, parser)
         out = check_out_dir(tc.out_dir or "")
+        # one writer per folder: held from here to the end (run_tournament takes it again)
+        lock = FolderLock(out, "tournament folder").acquire()
         if not resume:
             refuse_foreign(out)
         if not resume and not args.overwrite and holds_tournament(out):
@@ -191,6 +194,15 @@ def run_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
                               "--overwrite (or choose another --out)")
     except (AgentSpecError, ConfigError, OutputError, ValueError, TypeError) as exc:
         parser.error(str(exc))
+    try:
+        return _run(args, parser, tc, resume)
+    finally:
+        lock.release()
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser, tc: TournamentConfig,
+         resume: bool) -> int:
+    """:func:`run_from_args`'s tournament, in the folder it holds."""
     try:
         summary = run_tournament(tc, progress=not args.no_progress, resume=resume,
                                  overwrite=args.overwrite)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from dragons_egg.experiments.common.files import atomic_path, write_atomically
+from dragons_egg.experiments.common.locks import FolderBusy, FolderLock
 from dragons_egg_env.config import ConfigError, RulesConfig
 from dragons_egg_env.extras import require
 
@@ -424,26 +425,37 @@ def run_tournament(tc: TournamentConfig, progress: bool = True,
     summary and report of the matches that finished, and its exception carries a
     :class:`SavedRun` as ``tournament_saved``."""
     require("run_tournament", "experiments",
-            only=("openskill", "matplotlib") if tc.out_dir else ("openskill",))
+            only=("openskill", "matplotlib", "filelock") if tc.out_dir else ("openskill",))
     if not tc.out_dir:
         if resume or overwrite:
             raise ValueError("resume and overwrite need an output folder (out_dir)")
         return summarize(tc, run_matches(tc, progress=progress, start_method=start_method))
     if resume and overwrite:
         raise ValueError("resume and overwrite exclude each other")
-    log = _Log(tc, check_out_dir(tc.out_dir), resume, overwrite)
+    out = check_out_dir(tc.out_dir)
+    # one writer per folder, for the whole run: a second one (or an --overwrite of this
+    # folder) is refused at once, before it reads or removes anything
+    lock = FolderLock(out, "tournament folder")
     try:
-        run_matches(tc, progress=progress, start_method=start_method, done=log.done(),
-                    on_result=log.add)
-    except BaseException as exc:
-        log.stopped(exc)
-        raise
+        lock.acquire()
+    except (FolderBusy, OSError) as exc:
+        raise OutputError(str(exc)) from None
     try:
-        return log.finish()
-    except BaseException as exc:  # Ctrl-C while the report is written: the matches are kept
-        setattr(exc, "tournament_saved",  # noqa: B010 - any exception carries it
-                SavedRun(str(log.out), len(log.results), log.planned))
-        raise
+        log = _Log(tc, out, resume, overwrite)
+        try:
+            run_matches(tc, progress=progress, start_method=start_method, done=log.done(),
+                        on_result=log.add)
+        except BaseException as exc:
+            log.stopped(exc)
+            raise
+        try:
+            return log.finish()
+        except BaseException as exc:  # Ctrl-C while the report is written: matches are kept
+            setattr(exc, "tournament_saved",  # noqa: B010 - any exception carries it
+                    SavedRun(str(log.out), len(log.results), log.planned))
+            raise
+    finally:
+        lock.release()
 
 
 def compress_results(path: str | os.PathLike[str]) -> Path:
