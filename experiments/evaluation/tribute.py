@@ -72,6 +72,7 @@ from dragons_egg.experiments.common.locks import FolderBusy, FolderLock
 from dragons_egg.experiments.common.runs import ignore_interrupts, stops_on_sigterm
 from dragons_egg.experiments.evaluation.tournament import deal_sequence, derive
 from dragons_egg.experiments.evaluation.tournament.output import OutputError, check_out_dir
+from dragons_egg.experiments.evaluation.tribute_records import line_digest, parse_part
 from dragons_egg.experiments.evaluation.tribute_report import heatmaps, overview, report, summarize
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE
 from dragons_egg_env.cards import NUM_CARDS, codes
@@ -465,9 +466,18 @@ def read_parts(out: Path, settings: TributeSettings | Mapping[str, Any]
     starts = {(k, lo) for k in range(len(settings.plays))
               for lo in range(0, settings.deals, _unit_size(settings))}
     done: dict[tuple[int, int], dict[str, Any]] = {}
+    digested = 0
     for i, line in enumerate(lines[:-1], 1):
+        try:  # the schema and the line's digest first (tribute_records)
+            part = parse_part(line, f"{path}, line {i},")
+        except ValueError as exc:
+            raise AnalysisError(str(exc)) from None
+        if part.get("digest") is not None:
+            digested = digested or i
+        elif digested:
+            raise AnalysisError(f"{path}, line {i}, has no digest, while line {digested} has "
+                                "one: a digest was removed, or lines of two runs were mixed")
         try:
-            part = json.loads(line)
             key = (part["play"], part["lo"])
             hi = min(part["lo"] + _unit_size(settings), settings.deals)
             ok = (key in starts and key not in done and part["hi"] == hi
@@ -588,8 +598,9 @@ def play_all(settings: TributeSettings | Mapping[str, Any], out: Path, workers: 
     try:
         with (out / PARTS).open("a", encoding="utf-8") as f:
             for (k, task), part in zip(todo, _played([t for _, t in todo], workers), strict=True):
-                f.write(json.dumps({"play": k, "lo": task.lo, "hi": task.hi,
-                                    **_jsonable(part)}) + "\n")
+                line = {"play": k, "lo": task.lo, "hi": task.hi, **_jsonable(part)}
+                line["digest"] = line_digest(line)  # damage is refused by line on resume
+                f.write(json.dumps(line) + "\n")
                 f.flush()
                 done[(k, task.lo)] = part
                 if bar:

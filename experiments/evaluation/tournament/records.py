@@ -36,7 +36,7 @@ def line_digest(record: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def _depth_ok(line: bytes) -> bool:
+def depth_ok(line: bytes) -> bool:
     """Whether the JSON text nests at most :data:`MAX_DEPTH` deep (brackets outside strings
     counted; cheap, and before any parser sees it)."""
     depth = 0
@@ -78,7 +78,7 @@ def parse_line(line: bytes, where: str) -> dict[str, Any]:
 
     from .record_schema import MatchLine
 
-    if not _depth_ok(line):
+    if not depth_ok(line):
         raise RecordError(f"{where} nests deeper than {MAX_DEPTH} levels: not a match record")
     try:
         MatchLine.model_validate_json(line)
@@ -92,4 +92,4 @@ def parse_line(line: bytes, where: str) -> dict[str, Any]:
     return record
 
 
-__all__ = ["MAX_DEPTH", "RecordError", "line_digest", "parse_line"]
+__all__ = ["MAX_DEPTH", "RecordError", "depth_ok", "line_digest", "parse_line"]

@@ -255,9 +255,17 @@ def test_a_damaged_parts_file_is_refused_by_name(tmp_path, monkeypatch, capsys):
     capsys.readouterr()
     parts = out / ta.PARTS
     good = parts.read_text()
-    for bad, needle in (("{not json\n", "line 1, is damaged"),
+    old = json.dumps({k: v for k, v in json.loads(good).items() if k != "digest"}) + "\n"
+    line = json.loads(good)
+    line["asked"][0] += 1  # a count changed, its digest kept
+    edited = json.dumps(line) + "\n"
+    for bad, needle in (("{not json\n", "line 1, is not a valid unit of work (Invalid JSON"),
                         (good + good, "line 2, is not a unit of work of this analysis"),
-                        (good.replace('"lo": 0', '"lo": 3'), "line 1, is not a unit of work")):
+                        (good.replace('"lo": 0', '"lo": 3'), "a unit of deals 3..25 holds"),
+                        (edited, "line 1, is damaged or was edited after it was written"),
+                        (good.replace('"dragons": [', '"dragons": [9, '),
+                         "line 1, is not a valid unit of work (dragons.0: Input should be"),
+                        (good + old, "line 2, has no digest, while line 1 has one")):
         parts.write_text(bad)
         with pytest.raises(SystemExit) as exc:
             ta.main(["--resume", str(out), "--no-progress"])
