@@ -34,6 +34,10 @@ class FolderBusy(ValueError):
     """The folder is being written by another process (the message names it)."""
 
 
+class FolderUnwritable(ValueError):
+    """The folder cannot be made or written (the message names it and why)."""
+
+
 class FolderLock:
     """The exclusive lock of ``folder`` (made if missing); :meth:`acquire` it, or use it as a
     context manager. Acquiring a lock this process holds already is allowed (counted)."""
@@ -47,7 +51,11 @@ class FolderLock:
         """Take the lock, or a :class:`FolderBusy` at once naming the process that holds it."""
         from filelock import FileLock, Timeout
 
-        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise FolderUnwritable(f"cannot write to {self.what} {str(self.folder)!r}: "
+                                   f"{exc.strerror or exc}") from None
         key = self.folder.resolve()
         if key in _HELD:
             _HELD[key][1] += 1
@@ -56,10 +64,13 @@ class FolderLock:
         lock = FileLock(str(self.folder / LOCK), timeout=0, thread_local=False)
         try:
             lock.acquire()
-        except Timeout:
+        except Timeout:  # before OSError: filelock's Timeout is one
             raise FolderBusy(f"{self.what} {str(self.folder)!r} is being written by another "
                              f"process ({self.holder()}): wait for it to finish or stop it "
                              "(two writers in one folder would mix their results)") from None
+        except OSError as exc:
+            raise FolderUnwritable(f"cannot write to {self.what} {str(self.folder)!r}: "
+                                   f"{exc.strerror or exc}") from None
         self._lock = lock
         _HELD[key] = [lock, 1]
         record = {"pid": os.getpid(), "host": socket.gethostname(),
@@ -102,4 +113,4 @@ class FolderLock:
         self.release()
 
 
-__all__ = ["FolderBusy", "FolderLock", "HOLDER", "LOCK"]
+__all__ = ["FolderBusy", "FolderLock", "FolderUnwritable", "HOLDER", "LOCK"]

@@ -68,7 +68,7 @@ from dragons_egg.agents.heuristic import HeuristicAgent
 from dragons_egg.agents.runner import play_match
 from dragons_egg.agents.tribute_mix import TRIBUTE_POLICIES, TributeMix, tribute_actions
 from dragons_egg.experiments.common.args import int_range, rule_flag
-from dragons_egg.experiments.common.locks import FolderBusy, FolderLock
+from dragons_egg.experiments.common.locks import FolderBusy, FolderLock, FolderUnwritable
 from dragons_egg.experiments.common.runs import ignore_interrupts, stops_on_sigterm
 from dragons_egg.experiments.evaluation.tournament import deal_sequence, derive
 from dragons_egg.experiments.evaluation.tournament.output import OutputError, check_out_dir
@@ -692,7 +692,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     lock = FolderLock(out, "analysis folder")
     try:  # one writer per folder, for the whole analysis
         lock.acquire()
-    except (FolderBusy, OSError) as exc:
+    except (FolderBusy, FolderUnwritable) as exc:
         p.error(str(exc))
     try:
         return _play_and_report(args, p, settings, out)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from dragons_egg.experiments.common.files import atomic_path, write_atomically
-from dragons_egg.experiments.common.locks import FolderBusy, FolderLock
+from dragons_egg.experiments.common.locks import FolderBusy, FolderLock, FolderUnwritable
 from dragons_egg_env.config import ConfigError, RulesConfig
 from dragons_egg_env.extras import require
 
@@ -56,9 +56,19 @@ def check_out_dir(path: str | os.PathLike[str]) -> Path:
     """Check, without creating anything, that ``path`` is or can become a folder we may write
     in; an :class:`OutputError` with a one-line reason otherwise."""
     out = Path(path)
+    limit = _name_max(out)
+    long = [part for part in out.parts if len(os.fsencode(part)) > limit]
+    if long:
+        raise OutputError(f"output folder {str(out)[:80]!r}...: the name {long[0][:40]!r}... "
+                          f"is {len(os.fsencode(long[0]))} bytes long, longer than the "
+                          f"{limit} this file system allows")
     probe = out
-    while not probe.exists() and probe.parent != probe:  # the nearest existing ancestor
-        probe = probe.parent
+    try:
+        while not probe.exists() and probe.parent != probe:  # the nearest existing ancestor
+            probe = probe.parent
+    except OSError as exc:
+        raise OutputError(f"cannot use output folder {str(out)!r}: {exc.strerror or exc}"
+                          ) from None
     if probe == out and probe.exists() and not probe.is_dir():
         raise OutputError(f"output folder {str(out)!r} is an existing file, not a folder")
     if not probe.is_dir():
@@ -68,6 +78,18 @@ def check_out_dir(path: str | os.PathLike[str]) -> Path:
         raise OutputError(f"cannot write to output folder {str(out)!r}: {str(probe)!r} is "
                           "not writable")
     return out
+
+
+def _name_max(path: Path) -> int:
+    """The longest file name (bytes) the file system of ``path``'s nearest existing
+    ancestor allows (255 where it does not say)."""
+    probe = path
+    while probe.parent != probe and not os.path.isdir(probe):
+        probe = probe.parent
+    try:
+        return int(os.pathconf(probe, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):
+        return 255
 
 
 def prepare_out_dir(path: str | os.PathLike[str]) -> Path:
@@ -438,7 +460,7 @@ def run_tournament(tc: TournamentConfig, progress: bool = True,
     lock = FolderLock(out, "tournament folder")
     try:
         lock.acquire()
-    except (FolderBusy, OSError) as exc:
+    except (FolderBusy, FolderUnwritable) as exc:
         raise OutputError(str(exc)) from None
     try:
         log = _Log(tc, out, resume, overwrite)

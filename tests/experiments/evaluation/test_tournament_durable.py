@@ -563,3 +563,15 @@ def test_a_schedule_too_large_for_memory_is_refused_at_once(capsys):
     with pytest.raises(ValueError, match=r"matches must be in 1\.\.1,000,000, got "
                                          r"1,000,000,000,000"):
         TournamentConfig(agents=["heuristic", "random"], matches=10**12)
+
+
+@pytest.mark.parametrize("name,needle", [
+    ("x" * 300, "is 300 bytes long, longer than the 255 this file system allows"),
+    ("/proc/dragons-egg-test", "cannot write to tournament folder '/proc/dragons-egg-test'"),
+])
+def test_an_output_folder_that_cannot_be_made_is_one_line(tmp_path, capsys, name, needle):
+    """Issue 47: a 300-character --out and a folder in /proc gave tracebacks."""
+    out = name if name.startswith("/") else str(tmp_path / name)
+    code, _, err = cli(["random", "greedy", "--players", "2", "--matches", "2", "--rounds",
+                        "1", "--no-progress", "--out", out], capsys)
+    assert code == 2 and "Traceback" not in err and needle in err
