@@ -232,10 +232,11 @@ OVERWRITE_HELP = ("start the run even where the run folder holds one: its files 
 # ---------------------------------------------------------------------------------------
 # Ctrl-C: the trainer saves a checkpoint and says how to resume.
 
-#: The signals that stop a long command as Ctrl-C does: SIGINT, and SIGTERM once
-#: :func:`stops_on_sigterm` has made it raise ``KeyboardInterrupt`` (the stop a scheduler
-#: sends: SLURM's preemption, ``kill``, ``docker stop``, ``timeout``).
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: The signals that stop a long command as Ctrl-C does: SIGINT, and SIGTERM and SIGHUP once
+#: :func:`stops_on_sigterm` has made them raise ``KeyboardInterrupt`` (the stop a scheduler
+#: sends: SLURM's preemption, ``kill``, ``docker stop``, ``timeout``; a closed terminal).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM,
+                *((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()))
 
 
 def _signal_name(signum: int) -> str:
@@ -247,30 +248,47 @@ _SIGTERM_OWNER = [0]
 
 
 def _sigterm(signum: int, frame: Any) -> None:
-    if os.getpid() != _SIGTERM_OWNER[0]:  # a forked worker: SIGTERM ends it, as by default
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
+    if os.getpid() != _SIGTERM_OWNER[0]:  # a forked worker: the signal ends it, as by default
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
         return
     raise KeyboardInterrupt
 
 
+#: The signals :func:`sigterm_interrupts` makes stop a command as Ctrl-C does: SIGTERM (a
+#: scheduler's stop) and, where the platform has it, SIGHUP (a closed terminal or SSH
+#: session).
+TERM_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
+                     if hasattr(signal, name))
+
+
 @contextlib.contextmanager
 def sigterm_interrupts() -> Iterator[None]:
-    """Within: SIGTERM raises ``KeyboardInterrupt`` in the main thread, as Ctrl-C does, so a
-    long command stopped by a scheduler saves what it has finished and says how to resume
-    (exit status 130) instead of dying at once; a worker process forked meanwhile still ends
-    on SIGTERM (a pool stops its workers so). Only in the main thread, and only where SIGTERM
-    has its default action; the handler before is given back after."""
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+    """Within: SIGTERM and SIGHUP (:data:`TERM_SIGNALS`) raise ``KeyboardInterrupt`` in the
+    main thread, as Ctrl-C does, so a long command stopped by a scheduler or a closed terminal
+    saves what it has finished and says how to resume (exit status 130) instead of dying at
+    once; a worker process forked meanwhile still ends on them (a pool stops its workers
+    so). A command started with SIGINT ignored (``cmd &`` in a script: the shell ignores it
+    for background jobs) gets Ctrl-C's usual ``KeyboardInterrupt`` back. Only in the main
+    thread, and for each signal only where it has its default action (SIGINT: where it is
+    ignored); the handlers before are given back after."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
+    taken = [sig for sig in TERM_SIGNALS if signal.getsignal(sig) is signal.SIG_DFL]
+    sigint_ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     _SIGTERM_OWNER[0] = os.getpid()
-    signal.signal(signal.SIGTERM, _sigterm)
+    for sig in taken:
+        signal.signal(sig, _sigterm)
+    if sigint_ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for sig in taken:
+            signal.signal(sig, signal.SIG_DFL)
+        if sigint_ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def stops_on_sigterm(main: Callable[..., int]) -> Callable[..., int]:

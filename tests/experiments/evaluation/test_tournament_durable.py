@@ -221,13 +221,20 @@ def test_ctrl_c_keeps_the_finished_matches_and_resume_gives_the_uninterrupted_su
     assert "sitting" not in (full / "report.md").read_text()
 
 
-@pytest.mark.parametrize("sig,script", [(signal.SIGINT, False), (signal.SIGTERM, False),
-                                        (signal.SIGTERM, True)],
-                         ids=["SIGINT", "SIGTERM", "SIGTERM-dragons-egg"])
-def test_sigint_to_a_parallel_run_then_resume(sig, script, tmp_path):
-    """A real Ctrl-C (SIGINT), or a scheduler's SIGTERM, to the command with 2 workers (run as
-    a module, or as ``dragons-egg tournament``), then --resume with 1 worker: the summary of
-    an uninterrupted run, byte for byte."""
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a shell does for `cmd &` in a script
+
+
+@pytest.mark.parametrize("sig,script,start", [
+    (signal.SIGINT, False, None), (signal.SIGTERM, False, None), (signal.SIGTERM, True, None),
+    (signal.SIGHUP, False, None), (signal.SIGINT, False, _ignore_sigint)],
+    ids=["SIGINT", "SIGTERM", "SIGTERM-dragons-egg", "SIGHUP", "SIGINT-inherited-ignored"])
+def test_sigint_to_a_parallel_run_then_resume(sig, script, start, tmp_path):
+    """A real Ctrl-C (SIGINT), a scheduler's SIGTERM or a closed terminal's SIGHUP, to the
+    command with 2 workers (run as a module, or as ``dragons-egg tournament``), then --resume
+    with 1 worker: the summary of an uninterrupted run, byte for byte. Also for a command
+    started with SIGINT ignored, as a script's background job is (issue 47: SIGHUP killed a
+    run at once, and a background run ignored Ctrl-C for good)."""
     out, full = tmp_path / "t", tmp_path / "full"
     args = ["heuristic", "random", "--players", "4", "--matches", "240", "--rounds", "1",
             "--seed", "11", "--bootstrap", "100", "--no-progress"]
@@ -235,7 +242,8 @@ def test_sigint_to_a_parallel_run_then_resume(sig, script, tmp_path):
         else [sys.executable, "-m", "dragons_egg.experiments.evaluation.tournament"]
     prog = "dragons-egg tournament" if script else PROG
     proc = subprocess.Popen([*command, *args, "--workers", "2", "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=start)
     results = out / "results.jsonl"
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:
