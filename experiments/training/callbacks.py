@@ -3,12 +3,16 @@
 at fixed points of its run, to watch it, add figures to its evaluations or act on it.
 
 Both trainers call them: the self-play trainer (:class:`~.selfplay.Run`, ``callbacks=``) and the
-SB3 trainer (:func:`~.train_ppo.train`, ``callbacks=``, through its own SB3 callback). The
+SB3 trainer (:func:`~.train_ppo.train`, ``callbacks=``). Both runs are a
+:class:`~.lifecycle.TrainerRun`, which holds the :class:`CallbackList` (``run.callbacks``) and
+calls ``on_run_start``, ``on_eval_end``, ``on_checkpoint`` and ``on_run_end`` from its own
+methods; each trainer calls ``on_rollout_end`` and ``on_update_end`` where its loop has them
+(the SB3 trainer from the SB3 callback ``model.learn`` calls, which forwards to its run). The
 plug-ins of the self-play trainer that act around the loop register the same way
 (:func:`~.search_targets.SearchTargetsPlugin`: the search targets loaded at the start of the run,
 their figures added to each evaluation). Each hook gets the trainer's run object (``run``: the
-self-play :class:`~.selfplay.Run`, or the SB3 trainer's callback, which holds ``cfg``,
-``model`` and ``run_dir``); every method does nothing by default.
+self-play :class:`~.selfplay.Run`, or the SB3 trainer's :class:`~.train_ppo.SB3Run`, which
+holds ``cfg``, ``model``, ``run_dir`` and ``history``); every method does nothing by default.
 
 =====================  ==========================================================================
 hook                   when

@@ -37,9 +37,11 @@ network's shape (``hidden``, ``max_players``) cannot change. The trainer updates
 rollouts, so it says at the start how far past ``total_samples`` it will go. Torch uses
 ``torch_threads`` threads (default 1).
 
-This module holds the settings, the run and the command line; the collection is
-:mod:`.rollout`, the PPO update :mod:`.learner`, the network and its export :mod:`.network`,
-the checkpoint format :mod:`.checkpoint`.
+The run's lifecycle (settings, run folder, resume's config history, Ctrl-C, hooks, evaluation
+rows, run output, the command line's exits) is :class:`~.lifecycle.TrainerRun`'s, which
+:class:`Run` builds on. This module holds the settings, the run and the command line; the
+collection is :mod:`.rollout`, the PPO update :mod:`.learner`, the network and its export
+:mod:`.network`, the checkpoint format :mod:`.checkpoint`.
 """
 
 from __future__ import annotations

@@ -31,6 +31,11 @@ checkpoint runs code when it is loaded (SB3 unpickles its ``data`` entry), so ``
 trust extends to the snapshots its pool names. Snapshots and evaluation copies the run writes
 itself are played as ``ppo:path=FILE.zip,trust=1``.
 
+The run is an :class:`SB3Run`, a :class:`~.lifecycle.TrainerRun` (settings, run folder,
+resume's config history, Ctrl-C, hooks, evaluation rows, run output, the command line's exits);
+it adds the VecEnv, the MaskablePPO model, the opponent pool and the periodic work, reached from
+SB3's loop through :class:`SelfPlayCallback`.
+
 SB3 trains whole rollouts of ``n_steps x n_envs`` steps, so the run says at the start when it
 will go past ``total_timesteps``, and by how much. An evaluation interval from fewer deal
 sequences than the tournament's minimum
