@@ -323,9 +323,9 @@ class Run(TrainerRun):
             "eval_seconds": self.eval_seconds, "history": self.history,
             "league": self.league, "marks": self.marks,
             "config_history": self.config_history, "plugins": self.plugin_record(),
-            "tribute_replay": self.learner.replay.state() if self.learner.replay else {},
-            "tribute_table": self.learner.table.state() if self.learner.table is not None
-            else {}})
+            # what the plug-ins' update hooks hold, each under its name (the format keeps
+            # both entries, empty where the plug-in is off)
+            "tribute_replay": {}, "tribute_table": {}, **self.learner.hook_states()})
         state["digest"] = state_digest(state)
         # torch names the archive's root folder after the file it writes, and load errors
         # quote that name: ``latest.pt.tmp`` keeps it ``latest.pt``
@@ -353,16 +353,12 @@ class Run(TrainerRun):
                   f"not where its run kept them, and the league plays without them: "
                   f"{', '.join(missing)}", file=sys.stderr)
         self.league = [p for p in self.league if Path(p).is_file()]
-        if self.learner.replay is not None:  # an older checkpoint's run kept none
-            try:
-                self.learner.replay.load(state.get("tribute_replay", {}))
-            except ValueError as exc:
-                raise ValueError(f"checkpoint {path}: {exc}") from None
-        if self.learner.table is not None:  # a run without the table kept none
-            try:
-                self.learner.table.load(state.get("tribute_table", {}))
-            except ValueError as exc:
-                raise ValueError(f"checkpoint {path}: {exc}") from None
+        for hook in self.learner.hooks:  # the plug-ins' state (none in an older checkpoint)
+            if hook.name:
+                try:
+                    hook.load(state.get(hook.name, {}))
+                except ValueError as exc:
+                    raise ValueError(f"checkpoint {path}: {exc}") from None
         # checkpoints from before the config history have none
         self.resumed(path, self.samples, saved, state.get("config_history", []))
 
