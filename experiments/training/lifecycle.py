@@ -8,7 +8,9 @@ The base holds what a run is around its learning, each piece built on
 piece                  what the base holds
 =====================  ==========================================================================
 settings               ``cfg``, validated before anything is written (:meth:`TrainerRun.begin`)
-run folder             ``run_dir``, claimed for one run (:data:`TrainerRun.RUN_FILES`, the
+run folder             ``run_dir``, locked for this process while the run lives
+                       (:class:`~dragons_egg.experiments.common.locks.FolderLock`: one writer
+                       per folder) and claimed for one run (:data:`TrainerRun.RUN_FILES`, the
                        trainer's ``latest_checkpoint`` named in the refusal, ``--overwrite``),
                        with its :data:`TrainerRun.SUBFOLDERS`
 unit                   :data:`TrainerRun.UNIT`: what the run counts (``samples``, ``timesteps``)
@@ -36,10 +38,12 @@ loads on resume, and when it evaluates and saves.
 from __future__ import annotations
 
 import sys
+import weakref
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from dragons_egg.experiments.common.locks import FolderLock
 from dragons_egg.experiments.common.runs import (
     HeldInterrupts,
     RunInterrupted,
@@ -100,6 +104,10 @@ class TrainerRun:
         cfg.validate()
         self.cfg = cfg
         self.run_dir = cfg.run_dir
+        # one writer per folder (another run, a tournament, an --overwrite of it) for as
+        # long as this run lives: refused at once, naming the holder's pid
+        self.lock = FolderLock(self.run_dir, "run folder").acquire()
+        weakref.finalize(self, self.lock.release)
         claim_run_dir(self.run_dir, self.RUN_FILES, latest=self.latest_checkpoint,
                       resume=resume, overwrite=overwrite, resume_flags=self.RESUME_FLAGS)
         for sub in self.SUBFOLDERS:

@@ -117,6 +117,11 @@ class RunSettings:
             check_range(getattr(self, name) >= 1, name, getattr(self, name), ">= 1")
         for name in ("eval_every", "checkpoint_every"):
             check_range(getattr(self, name) >= 0, name, getattr(self, name), ">= 0")
+        # a name, not a path: the run folder is out_dir/run_name, never outside out_dir
+        check_range(not any(c in self.run_name for c in "/\\\0")
+                    and self.run_name not in (".", "..") and len(self.run_name.encode()) <= 255,
+                    "run_name", self.run_name, "a folder name (no path separators, not . "
+                    "or .., at most 255 bytes)")
         if self.eval_opponents or self.eval_search:
             from dragons_egg.agents import parse_spec
 

@@ -252,3 +252,46 @@ def test_the_command_runner_ends_each_way_in_one_line(tmp_path, capsys):
     assert TinyRun.command("trainer", cut) == 130
     assert capsys.readouterr().err == (
         "interrupted before a checkpoint could be saved: nothing saved\n")
+
+
+def test_run_name_is_a_folder_name_not_a_path(tmp_path):
+    """Issue 47: ``--run-name ../../escape`` wrote outside ``--out-dir``."""
+    from dragons_egg.experiments.training.selfplay import SelfPlayConfig
+
+    for bad in ("../../escape", "a/b", "..", "x" * 300):
+        with pytest.raises(ValueError, match="run_name must be a folder name"):
+            SelfPlayConfig(run_name=bad, out_dir=str(tmp_path))
+    assert SelfPlayConfig(run_name="mine", out_dir=str(tmp_path)).run_dir == tmp_path / "mine"
+
+
+LOCK_PROBE = """
+import sys, time
+from dragons_egg.experiments.training.selfplay import Run, SelfPlayConfig
+cfg = SelfPlayConfig.from_dict(dict(table_sizes=(2,), envs_per_size=2, rollout_steps=4,
+    hidden=(8,), total_samples=8, eval_opponents=(), out_dir=sys.argv[1], run_name="r",
+    progress=False, collectors=0))
+run = Run(cfg)
+print("running", flush=True)
+time.sleep(60)
+"""
+
+
+def test_two_trainers_in_one_run_folder_the_second_is_refused(tmp_path):
+    """Issue 47: two trainers with one --run-name; one crashed on the shared temporary
+    file. The second is refused at once, naming the first's pid."""
+    import subprocess
+    import sys
+
+    first = subprocess.Popen([sys.executable, "-c", LOCK_PROBE, str(tmp_path)],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout is not None and first.stdout.readline().strip() == "running"
+        second = subprocess.run([sys.executable, "-m", "dragons_egg.experiments.training.selfplay",
+                                 "--out-dir", str(tmp_path), "--run-name", "r",
+                                 "--total-samples", "8", "--no-progress"],
+                                capture_output=True, text=True, timeout=120)
+        assert second.returncode == 2 and "Traceback" not in second.stderr
+        assert f"is being written by another process (pid {first.pid} on " in second.stderr
+    finally:
+        first.kill()
+        first.wait()

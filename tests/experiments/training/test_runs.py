@@ -46,8 +46,9 @@ def eval_column(run_dir, key="samples"):
 
 
 def files(run_dir):
+    """The run's files (not the writer's lock, which records who holds the folder)."""
     return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*"))
-            if p.is_file()}
+            if p.is_file() and not p.name.startswith(".dragons-egg.")}
 
 
 def one_line(err):
