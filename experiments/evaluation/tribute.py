@@ -72,6 +72,7 @@ from dragons_egg.experiments.common.locks import FolderBusy, FolderLock, FolderU
 from dragons_egg.experiments.common.runs import ignore_interrupts, stops_on_sigterm
 from dragons_egg.experiments.evaluation.tournament import deal_sequence, derive
 from dragons_egg.experiments.evaluation.tournament.output import OutputError, check_out_dir
+from dragons_egg.experiments.evaluation.tournament.records import DigestChain
 from dragons_egg.experiments.evaluation.tribute_records import line_digest, parse_part
 from dragons_egg.experiments.evaluation.tribute_report import heatmaps, overview, report, summarize
 from dragons_egg_env.actions import ASK_BASE, GIVE_BASE
@@ -466,17 +467,13 @@ def read_parts(out: Path, settings: TributeSettings | Mapping[str, Any]
     starts = {(k, lo) for k in range(len(settings.plays))
               for lo in range(0, settings.deals, _unit_size(settings))}
     done: dict[tuple[int, int], dict[str, Any]] = {}
-    digested = 0
+    chain = DigestChain()
     for i, line in enumerate(lines[:-1], 1):
         try:  # the schema and the line's digest first (tribute_records)
             part = parse_part(line, f"{path}, line {i},")
+            chain.check(part, i, f"{path}, line {i},")
         except ValueError as exc:
             raise AnalysisError(str(exc)) from None
-        if part.get("digest") is not None:
-            digested = digested or i
-        elif digested:
-            raise AnalysisError(f"{path}, line {i}, has no digest, while line {digested} has "
-                                "one: a digest was removed, or lines of two runs were mixed")
         try:
             key = (part["play"], part["lo"])
             hi = min(part["lo"] + _unit_size(settings), settings.deals)

@@ -11,11 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from dragons_egg.experiments.evaluation.tournament.records import (
-    MAX_DEPTH,
-    depth_ok,
-    line_digest,
-)
+from dragons_egg.experiments.evaluation.tournament.records import check_record, line_digest
 from dragons_egg_env.cards import NUM_CARDS
 
 
@@ -54,29 +50,12 @@ _MODEL: list[Any] = []
 
 
 def parse_part(line: bytes, where: str) -> dict[str, Any]:
-    """One unit of work's line, checked (schema, then digest), as the dict it holds; a
-    ``ValueError`` starting with ``where`` naming what is wrong."""
-    import json
-
-    from pydantic import ValidationError
-
+    """One unit of work's line, checked (schema, then digest:
+    :func:`~.tournament.records.check_record`), as the dict it holds; a ``ValueError``
+    starting with ``where`` naming what is wrong."""
     if not _MODEL:
         _MODEL.append(_model())
-    if not depth_ok(line):
-        raise ValueError(f"{where} nests deeper than {MAX_DEPTH} levels")
-    try:
-        _MODEL[0].model_validate_json(line)
-    except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        raise ValueError(f"{where} is not a valid unit of work "
-                         f"({loc + ': ' if loc else ''}{err['msg']})") from None
-    part: dict[str, Any] = json.loads(line)
-    digest = part.get("digest")
-    if digest is not None and digest != line_digest(part):
-        raise ValueError(f"{where} is damaged or was edited after it was written: its digest "
-                         "does not match its content")
-    return part
+    return check_record(line, where, _MODEL[0], "a valid unit of work")
 
 
 __all__ = ["line_digest", "parse_part"]

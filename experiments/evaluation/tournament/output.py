@@ -30,7 +30,7 @@ from dragons_egg_env.config import ConfigError, RulesConfig
 from dragons_egg_env.extras import require
 
 from .config import TournamentConfig
-from .records import RecordError, line_digest, parse_line
+from .records import DigestChain, RecordError, line_digest, parse_line
 from .report import markdown_report, plot_summary
 from .result import TournamentResult
 from .runner import AgentFailed, TournamentStopped, run_matches
@@ -165,20 +165,16 @@ def _checked_lines(file: Path, data: bytes, prefix: str) -> Iterator[tuple[int, 
     against the record schema and its digest (:func:`.records.parse_line`); a line without a
     digest after one with a digest is refused too (its digest was removed). An
     :class:`OutputError` names the file and line (``prefix`` starts the message)."""
-    digested = 0
+    chain = DigestChain()
     for i, line in enumerate(data.split(b"\n"), 1):
         if not line.strip():
             continue
         where = f"{prefix} line {i}"
         try:
             r = parse_line(line, where)
+            chain.check(r, i, where)
         except RecordError as exc:
             raise OutputError(str(exc)) from None
-        if r.get("digest") is not None:
-            digested = digested or i
-        elif digested:
-            raise OutputError(f"{where} has no digest, while line {digested} has one: a digest "
-                              "was removed, or lines of two runs were mixed")
         yield i, r
 
 

@@ -70,20 +70,18 @@ def _why(exc: ValidationError) -> str:
     return f"{where}: {err['msg']}" if where else err["msg"]
 
 
-def parse_line(line: bytes, where: str) -> dict[str, Any]:
-    """One per-match line, checked against :class:`~.record_schema.MatchLine` and its
+def check_record(line: bytes, where: str, model: Any, what: str) -> dict[str, Any]:
+    """One JSON line checked against the pydantic ``model`` (after :func:`depth_ok`) and its
     ``digest`` (when it has one), as the dict it holds; a :class:`RecordError` starting with
-    ``where`` (the file and line) and naming what is wrong."""
+    ``where`` (the file and line) and naming what is wrong (``what``: the kind of record)."""
     from pydantic import ValidationError
 
-    from .record_schema import MatchLine
-
     if not depth_ok(line):
-        raise RecordError(f"{where} nests deeper than {MAX_DEPTH} levels: not a match record")
+        raise RecordError(f"{where} nests deeper than {MAX_DEPTH} levels: not {what}")
     try:
-        MatchLine.model_validate_json(line)
+        model.model_validate_json(line)
     except ValidationError as exc:
-        raise RecordError(f"{where} is not a valid match record ({_why(exc)})") from None
+        raise RecordError(f"{where} is not {what} ({_why(exc)})") from None
     record: dict[str, Any] = json.loads(line)
     digest = record.get("digest")
     if digest is not None and digest != line_digest(record):
@@ -92,4 +90,29 @@ def parse_line(line: bytes, where: str) -> dict[str, Any]:
     return record
 
 
-__all__ = ["MAX_DEPTH", "RecordError", "depth_ok", "line_digest", "parse_line"]
+def parse_line(line: bytes, where: str) -> dict[str, Any]:
+    """One per-match line, checked against :class:`~.record_schema.MatchLine` and its
+    ``digest`` (:func:`check_record`)."""
+    from .record_schema import MatchLine
+
+    return check_record(line, where, MatchLine, "a valid match record")
+
+
+class DigestChain:
+    """The lines of one file in order: once a line carries a digest, every later one must
+    (:meth:`check` refuses one without, whose digest was removed)."""
+
+    def __init__(self) -> None:
+        #: The number of the first line with a digest (0: none yet).
+        self.first = 0
+
+    def check(self, record: dict[str, Any], number: int, where: str) -> None:
+        if record.get("digest") is not None:
+            self.first = self.first or number
+        elif self.first:
+            raise RecordError(f"{where} has no digest, while line {self.first} has one: a "
+                              "digest was removed, or lines of two runs were mixed")
+
+
+__all__ = ["MAX_DEPTH", "DigestChain", "RecordError", "check_record", "depth_ok",
+           "line_digest", "parse_line"]
