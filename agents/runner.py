@@ -32,7 +32,11 @@ failure in :attr:`MatchRecord.replay`), scored so:
 only in a process's main thread; :func:`check_move_timeout` says whether it can be used
 here), and a call that returns after it (having swallowed the interrupt) counts as late too.
 A late agent forfeits the match (``"forfeit"``) or :class:`MoveTimeoutError` is raised
-(``"raise"``). Native code that never returns to the interpreter cannot be interrupted.
+(``"raise"``). Native code that never returns to the interpreter, and an agent that swallows
+the interrupt and goes on, cannot be stopped from inside the process: a tournament plays its
+matches in watched worker processes when it has a move timeout, and kills such a worker
+(:class:`Watch` is what the runner tells a watcher; :func:`replayed_forfeit` scores the
+match from what the watcher was told, kind ``"exited"`` for an agent that ended its process).
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
@@ -58,7 +62,10 @@ from dragons_egg_env.observation import MaskArray, ObsArray
 from .base import Agent
 
 #: The ways an agent can fail a match (:attr:`Forfeit.kind`).
-FAILURE_KINDS = ("raised", "not an action", "illegal move", "timeout")
+FAILURE_KINDS = ("raised", "not an action", "illegal move", "timeout", "exited")
+
+#: The calls to an agent (:attr:`Forfeit.stage`), in the order a match makes them.
+STAGES = ("start_match", "act", "end_round")
 
 
 @dataclass
@@ -191,6 +198,20 @@ def _alarm(signum: int, frame: Any) -> NoReturn:
     raise MoveTimeout()
 
 
+class Watch(Protocol):
+    """What :func:`play_match` tells a watcher as a match plays (``watch=``), enough for
+    :func:`replayed_forfeit` to score the match from outside the process if the process ends
+    inside a call to an agent: each call before it is made (its index in the match, counted
+    from 0, the seat and the stage, one of :data:`STAGES`), its return, and each action played.
+    Called on the match's hot path: keep it cheap."""
+
+    def calling(self, index: int, seat: int, stage: str) -> None: ...
+
+    def returned(self) -> None: ...
+
+    def played(self, action: int) -> None: ...
+
+
 class _Failed(Exception):
     """An agent failed the match (``on_agent_error="forfeit"``)."""
 
@@ -203,10 +224,13 @@ class _Guard:
     """Calls the agents: times them and, in forfeit mode, turns their failures into a
     :class:`_Failed`."""
 
-    def __init__(self, timeout: float | None, forfeit: bool) -> None:
+    def __init__(self, timeout: float | None, forfeit: bool, watch: Watch | None = None
+                 ) -> None:
         self.timeout = timeout
         self.forfeit = forfeit
+        self.watch = watch
         self.step = 0
+        self.calls = 0
 
     @contextlib.contextmanager
     def armed(self) -> Iterator[None]:
@@ -230,6 +254,16 @@ class _Guard:
         raise _Failed(Forfeit(seat, kind, stage, error, self.step, -1))
 
     def call(self, seat: int, stage: str, fn: Callable[..., Any], *args: Any) -> Any:
+        if self.watch is not None:
+            self.watch.calling(self.calls, seat, stage)
+            self.calls += 1
+            try:
+                return self._call(seat, stage, fn, *args)
+            finally:
+                self.watch.returned()
+        return self._call(seat, stage, fn, *args)
+
+    def _call(self, seat: int, stage: str, fn: Callable[..., Any], *args: Any) -> Any:
         if not self.timeout and not self.forfeit:
             return fn(*args)
         start = time.perf_counter()
@@ -274,13 +308,14 @@ def play_match(agents: Sequence[Agent], config: RulesConfig, seed: int,
                deals: Sequence[Sequence[Sequence[str | int]]] | None = None,
                max_players: int | None = None,
                keep_replay: bool = False, *, on_agent_error: str = "raise",
-               move_timeout: float | None = None) -> MatchRecord:
+               move_timeout: float | None = None, watch: Watch | None = None) -> MatchRecord:
     """Seat ``agents[i]`` at seat ``i`` and play a match with the given seed (and deals).
 
     ``on_agent_error``: ``"raise"`` (an agent's error propagates) or ``"forfeit"`` (the match
     ends as that agent's forfeit: :attr:`MatchRecord.forfeit`, scored as the module's
     docstring says, with the replay up to the failure); ``move_timeout``: the seconds each
-    call to an agent may take (Unix, main thread: :func:`check_move_timeout`)."""
+    call to an agent may take (Unix, main thread: :func:`check_move_timeout`); ``watch``: told
+    every call and action (:class:`Watch`)."""
     if len(agents) != config.num_players:
         raise ValueError(f"{len(agents)} agents for a table of {config.num_players}")
     if on_agent_error not in ("raise", "forfeit"):
@@ -289,11 +324,17 @@ def play_match(agents: Sequence[Agent], config: RulesConfig, seed: int,
             isinstance(move_timeout, (int, float)) and not isinstance(move_timeout, bool)
             and math.isfinite(move_timeout) and move_timeout > 0):
         raise ValueError(f"move_timeout is a positive number of seconds, got {move_timeout!r}")
+    return _run(agents, config, seed, deals, max_players, keep_replay,
+                _Guard(move_timeout, on_agent_error == "forfeit", watch))
+
+
+def _run(agents: Sequence[Agent], config: RulesConfig, seed: int,
+         deals: Sequence[Sequence[Sequence[str | int]]] | None, max_players: int | None,
+         keep_replay: bool, guard: _Guard) -> MatchRecord:
     env = raw_env(max_players=max_players, **config.to_dict())
     env.reset(seed=seed, options={"deals": deals} if deals else None)
     rec = MatchRecord(scores=[0.0] * config.num_players, think=[0.0] * config.num_players,
                       choices=[0] * config.num_players)
-    guard = _Guard(move_timeout, on_agent_error == "forfeit")
     try:
         with guard.armed():
             _play(env, agents, config, rec, guard)
@@ -332,6 +373,8 @@ def _play(env: raw_env, agents: Sequence[Agent], config: RulesConfig, rec: Match
         if guard.forfeit:
             action = guard.checked_action(seat, action, env)
         env.step(action)
+        if guard.watch is not None:
+            guard.watch.played(action)
         rec.steps += 1
         guard.step = rec.steps
         info = env.infos[name]
@@ -341,6 +384,66 @@ def _play(env: raw_env, agents: Sequence[Agent], config: RulesConfig, rec: Match
             rec.rounds.append({"order": order, "deadlock": res["deadlock"]})
             for j, agent in enumerate(agents):
                 guard.call(j, "end_round", agent.end_round, res)
+
+
+class _Script(_Guard):
+    """Plays back the calls a watcher was told of: each ``act`` returns the next recorded
+    action, and the call of index ``fail_at`` fails as ``kind``."""
+
+    def __init__(self, actions: Sequence[int], fail_at: int, seat: int, stage: str,
+                 kind: str, error: str) -> None:
+        super().__init__(None, True)
+        self.actions = iter(actions)
+        self.fail_at, self.fail_seat, self.fail_stage = fail_at, seat, stage
+        self.kind, self.error = kind, error
+
+    def call(self, seat: int, stage: str, fn: Callable[..., Any], *args: Any) -> Any:
+        index, self.calls = self.calls, self.calls + 1
+        if index == self.fail_at:
+            if (seat, stage) != (self.fail_seat, self.fail_stage):
+                raise ValueError(f"call {index} of the match is seat {seat}'s {stage}, not "
+                                 f"seat {self.fail_seat}'s {self.fail_stage}: the record "
+                                 "does not belong to this match")
+            self.fail(seat, self.kind, stage, self.error)
+        if stage != "act":
+            return None
+        action = next(self.actions, None)
+        if action is None:
+            raise ValueError(f"the record ends before call {self.fail_at} of the match")
+        return action
+
+
+class _Absent(Agent):
+    """A seat whose calls a :class:`_Script` answers."""
+
+    def act(self, observation: ObsArray, action_mask: MaskArray) -> int:
+        raise AssertionError("never called")  # pragma: no cover
+
+
+def replayed_forfeit(config: RulesConfig, seed: int,
+                     deals: Sequence[Sequence[Sequence[str | int]]] | None,
+                     actions: Sequence[int], fail_at: int, seat: int, stage: str, kind: str,
+                     error: str, max_players: int | None = None) -> MatchRecord:
+    """The match that :func:`play_match` (``on_agent_error="forfeit"``) would have recorded
+    had the call of index ``fail_at`` (seat ``seat``'s ``stage``) failed as ``kind`` with
+    ``error``: played back from the actions before it, as a :class:`Watch` was told them (from
+    a process that ended inside that call). The seats' thinking times are not known (0).
+    A record that does not fit the match (an illegal action, too few actions, another seat's
+    call at ``fail_at``) is a ``ValueError``."""
+    if kind not in FAILURE_KINDS or stage not in STAGES:
+        raise ValueError(f"kind is one of {FAILURE_KINDS} and stage one of {STAGES}, got "
+                         f"{kind!r} and {stage!r}")
+    script = _Script(actions, fail_at, seat, stage, kind, error)
+    rec = _run([_Absent() for _ in range(config.num_players)], config, seed, deals,
+               max_players, False, script)
+    if rec.forfeit is None:
+        raise ValueError(f"the match ended before call {fail_at}: the record does not belong "
+                         "to this match")
+    if rec.forfeit.kind == "illegal move" and kind != "illegal move":
+        raise ValueError(f"the record's actions are not legal in this match: "
+                         f"{rec.forfeit.error}")
+    rec.think = [0.0] * config.num_players
+    return rec
 
 
 def _forfeit_round(env: raw_env, config: RulesConfig, rec: MatchRecord, f: Forfeit

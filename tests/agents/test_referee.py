@@ -98,3 +98,81 @@ def test_search_budgets_have_an_upper_bound(spec: str, needle: str) -> None:
     ``ismcts:iterations=99999999999999999999999`` was accepted and the match hung)."""
     with pytest.raises(AgentSpecError, match=needle):
         parse_spec(spec)
+
+
+class Recorder:
+    """A :class:`~dragons_egg.agents.runner.Watch` that keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, int, str]] = []
+        self.actions: list[int] = []
+
+    def calling(self, index: int, seat: int, stage: str) -> None:
+        self.calls.append((index, seat, stage))
+
+    def returned(self) -> None:
+        pass
+
+    def played(self, action: int) -> None:
+        self.actions.append(action)
+
+
+class RaisesAtCall(HeuristicAgent):
+    """The heuristic, raising in the match's call of index ``at`` when that call is its."""
+
+    count = 0
+
+    def __init__(self, seed: int | None = None, at: int = -1) -> None:
+        super().__init__(seed)
+        self.at = at
+
+    def _tick(self) -> None:
+        RaisesAtCall.count += 1
+        if RaisesAtCall.count - 1 == self.at:
+            raise RuntimeError("gone")
+
+    def start_match(self, seat, config, max_players=None):  # type: ignore[no-untyped-def]
+        self._tick()
+        super().start_match(seat, config, max_players)
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        self._tick()
+        return super().act(observation, action_mask)
+
+    def end_round(self, result):  # type: ignore[no-untyped-def]
+        self._tick()
+        super().end_round(result)
+
+
+RULES3 = RulesConfig(num_players=3, num_rounds=2)
+
+
+def test_a_match_is_scored_from_its_watch_record_as_if_the_agent_had_raised() -> None:
+    """What a watched worker's parent scores when the worker died inside a call (issue 47, 5):
+    the record a watcher keeps is enough to score the match exactly as the runner does when
+    the agent raises in that call, in every stage."""
+    from dragons_egg.agents.runner import replayed_forfeit
+
+    watch = Recorder()
+    RaisesAtCall.count = 0
+    full = play_match([RaisesAtCall(s) for s in range(3)], RULES3, seed=5, watch=watch)
+    stages = {stage for _, _, stage in watch.calls}
+    assert stages == {"start_match", "act", "end_round"} and full.forfeit is None
+    picks = [next(i for i, _, st in watch.calls if st == stage)
+             for stage in ("start_match", "act", "end_round")] + [len(watch.calls) // 2]
+    for at in picks:
+        _, seat, stage = watch.calls[at]
+        RaisesAtCall.count = 0
+        raised = play_match([RaisesAtCall(s, at=at) for s in range(3)], RULES3, seed=5,
+                            on_agent_error="forfeit")
+        assert raised.forfeit is not None
+        before = sum(st == "act" for _, _, st in watch.calls[:at])
+        rebuilt = replayed_forfeit(RULES3, 5, None, watch.actions[:before], at, seat, stage,
+                                   "raised", raised.forfeit.error)
+        assert rebuilt.forfeit == raised.forfeit
+        assert (rebuilt.scores, rebuilt.rounds, rebuilt.steps, rebuilt.replay) == \
+            (raised.scores, raised.rounds, raised.steps, raised.replay)
+        assert rebuilt.choices == raised.choices and rebuilt.think == [0.0] * 3
+    with pytest.raises(ValueError, match="not seat"):  # a record of another match
+        _, seat, stage = watch.calls[picks[1]]
+        replayed_forfeit(RULES3, 5, None, [], picks[1], (seat + 1) % 3, stage, "raised", "x")

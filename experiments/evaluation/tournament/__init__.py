@@ -89,12 +89,27 @@ finishes last in the forfeit round and the match ends: the rule is in
 :mod:`dragons_egg.agents.runner`), the result line carries a ``forfeit`` record, the summary
 lists every forfeit and the run goes on; with ``"stop"`` the run stops
 (:class:`AgentFailed`), the failing match is not recorded, and a resume plays it again.
-``move_timeout`` needs ``signal.setitimer`` (Unix) and, with ``workers=1``, the main thread.
+``move_timeout`` needs ``signal.setitimer`` (Unix).
+
+Worker processes. With ``workers > 1``, and with one worker when there is a move timeout,
+matches play in watched worker processes
+(:mod:`~dragons_egg.experiments.evaluation.tournament.pool`,
+:func:`~dragons_egg.experiments.evaluation.tournament.runner.in_workers`). Each tells the
+parent, through shared memory, every call to an agent and every action, so that: a call that
+does not give way to the move timeout's interrupt (native code, an agent that blocks SIGALRM
+or swallows the interrupt) has its worker killed one more timeout later (at least a second)
+and is a ``"timeout"`` forfeit; an agent that ends its worker inside a call (``os._exit``, a
+crash, a signal) is an ``"exited"`` forfeit; both scored in the parent exactly as if that call
+had raised, and a fresh worker goes on with the rest. A worker that dies outside any agent's
+call, or by a stop signal, stops the run (:class:`WorkerDied`). With one worker and no move
+timeout, matches play in the calling process, where an agent that ends the process ends the
+tournament: give ``--move-timeout`` (or more workers) for agents one does not trust.
 
 The package, one job a module: :mod:`~dragons_egg.experiments.evaluation.tournament.config`
 (entrants and settings, checked once as they are built),
 :mod:`~dragons_egg.experiments.evaluation.tournament.schedule` (matches, seats and seeds),
-:mod:`~dragons_egg.experiments.evaluation.tournament.runner` (the worker pool),
+:mod:`~dragons_egg.experiments.evaluation.tournament.runner` (playing the matches),
+:mod:`~dragons_egg.experiments.evaluation.tournament.pool` (the watched worker pool),
 :mod:`~dragons_egg.experiments.evaluation.tournament.stats` (the estimator and its rule),
 :mod:`~dragons_egg.experiments.evaluation.tournament.summary` (the figures),
 :mod:`~dragons_egg.experiments.evaluation.tournament.rounds` (the per-round breakdown),

@@ -85,7 +85,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "forfeit and goes on, 'stop' stops the run (finished matches are kept)")
     p.add_argument("--move-timeout", type=positive_float, default=None, metavar="SECONDS",
                    help="the time each call to an agent may take; a late agent forfeits the "
-                   "match (Unix only; default none)")
+                   "match; matches then play in watched worker processes, even with "
+                   "--workers 1, so that a call that ignores the interrupt is ended by "
+                   "killing its worker (Unix only; default none)")
     p.add_argument("--no-progress", action="store_true")
 
 

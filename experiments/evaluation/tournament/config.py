@@ -221,13 +221,10 @@ class TournamentConfig:
                 or t <= 0:
             raise ValueError(f"move_timeout is a positive number of seconds, got {t!r}")
         why = check_move_timeout()
-        if why is None:
-            return
-        if not hasattr(signal, "setitimer"):
+        if why is not None and not hasattr(signal, "setitimer"):
             raise ValueError(why)
-        if self.workers == 1:  # workers play in their processes' main threads
-            raise ValueError(f"{why}, and with workers=1 matches play in this thread: run "
-                             "the tournament from the main thread, or with workers >= 2")
+        # elsewhere than in a main thread is no matter: with a move timeout, the matches
+        # play in worker processes' main threads (runner.in_workers)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TournamentConfig:

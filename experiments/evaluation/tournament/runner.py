@@ -14,10 +14,11 @@ from typing import Any
 
 from dragons_egg.agents import restore_registrations
 from dragons_egg.agents.base import Agent
-from dragons_egg.agents.runner import play_match
+from dragons_egg.agents.runner import MatchRecord, Watch, play_match, replayed_forfeit
 from dragons_egg_env.cards import codes
 
 from .config import Entrant, TournamentConfig, check_importable, worker_registrations
+from .pool import SlotRecord, WatchedPool
 from .schedule import deal_sequence, derive, match_key, match_seats, match_tasks
 
 #: The keys of a match's result that measure time (the match's wall seconds, each seat's
@@ -28,19 +29,42 @@ TIMING_KEYS = ("seconds", "think", "sitting", "digest")
 
 
 def play_task(tc: TournamentConfig, seq: int, rot: int,
-              entrants: dict[str, Entrant] | None = None) -> dict[str, Any]:
+              entrants: dict[str, Entrant] | None = None, watch: Watch | None = None
+              ) -> dict[str, Any]:
+    """The result line of the match of deal sequence ``seq`` and rotation ``rot``, played
+    here (``watch``: told every call and action, :class:`~dragons_egg.agents.runner.Watch`)."""
     config = tc.rules_config()
     n = tc.num_players
     entrants = entrants or tc.by_label()
-    deals = deal_sequence(config, derive(tc.seed, seq))
     seats = match_seats(tc, seq, rot)
     agent_seeds = [derive(tc.seed, seq, rot, j) for j in range(n)]
     agents = [entrants[label].make(agent_seeds[j]) for j, label in enumerate(seats)]
-    match_seed = derive(tc.seed, seq, rot)
     start = time.perf_counter()
-    rec = play_match(agents, config, seed=match_seed,
-                     deals=[[codes(h) for h in hands] for hands in deals],
-                     on_agent_error="forfeit", move_timeout=tc.move_timeout)
+    rec = play_match(agents, config, seed=derive(tc.seed, seq, rot), deals=_deals(tc, seq),
+                     on_agent_error="forfeit", move_timeout=tc.move_timeout, watch=watch)
+    return _result(tc, seq, rot, rec, time.perf_counter() - start)
+
+
+def forfeit_task(tc: TournamentConfig, record: SlotRecord, kind: str, error: str
+                 ) -> dict[str, Any]:
+    """The result line of a match whose worker process was killed or ended inside an agent's
+    call, as the worker's slot recorded it (:mod:`.pool`): that agent's forfeit, scored as if
+    the call had raised."""
+    seq, rot = record.sequence, record.rotation
+    rec = replayed_forfeit(tc.rules_config(), derive(tc.seed, seq, rot), _deals(tc, seq),
+                           record.actions, record.call, record.seat, record.stage, kind,
+                           error)
+    return _result(tc, seq, rot, rec, time.monotonic() - record.since)
+
+
+def _deals(tc: TournamentConfig, seq: int) -> list[list[list[str]]]:
+    return [[codes(h) for h in hands] for hands in deal_sequence(tc.rules_config(),
+                                                                 derive(tc.seed, seq))]
+
+
+def _result(tc: TournamentConfig, seq: int, rot: int, rec: MatchRecord, seconds: float
+            ) -> dict[str, Any]:
+    seats = match_seats(tc, seq, rot)
     out: dict[str, Any] = {
         "sequence": seq,
         "rotation": rot,
@@ -48,15 +72,16 @@ def play_task(tc: TournamentConfig, seq: int, rot: int,
         "scores": rec.scores,
         "rounds": rec.rounds,
         "steps": rec.steps,
-        "seconds": round(time.perf_counter() - start, 4),
+        "seconds": round(seconds, 4),
         # per seat: seconds thinking on its decisions with a choice, and how many
         "think": [round(t, 6) for t in rec.think],
         "choices": rec.choices,
     }
     if rec.forfeit is not None:
         f = rec.forfeit
-        out["forfeit"] = {"label": seats[f.seat], **f.to_dict(), "match_seed": match_seed,
-                          "agent_seed": agent_seeds[f.seat], "replay": rec.replay}
+        out["forfeit"] = {"label": seats[f.seat], **f.to_dict(),
+                          "match_seed": derive(tc.seed, seq, rot),
+                          "agent_seed": derive(tc.seed, seq, rot, f.seat), "replay": rec.replay}
     return out
 
 
@@ -80,10 +105,10 @@ def _init_worker(tc: TournamentConfig, regs: dict[str, Callable[..., Agent]]) ->
     _WORKER = (tc, tc.by_label())
 
 
-def _play_chunk(tasks: list[tuple[int, int]]) -> list[dict[str, Any]]:
+def _play_watched(seq: int, rot: int, watch: Watch) -> dict[str, Any]:
     assert _WORKER is not None, "worker not initialised"
     tc, entrants = _WORKER
-    return [play_task(tc, seq, rot, entrants) for seq, rot in tasks]
+    return play_task(tc, seq, rot, entrants, watch)
 
 
 def default_start_method() -> str:
@@ -164,20 +189,20 @@ def run_matches(tc: TournamentConfig, progress: bool = True,
                 ) -> list[dict[str, Any]]:
     """Play every (deal sequence, rotation) match; results sorted by sequence and rotation.
     ``start_method`` (``"fork"``, ``"spawn"``, ``"forkserver"``) is how worker processes
-    start when ``workers > 1`` (default: :func:`default_start_method`); it never changes the
-    results. ``done``: matches already played, as ``(sequence, rotation)``, which are
-    skipped; ``on_result`` is called with each result as it comes back (in the order
-    matches finish). A stop raises :class:`AgentFailed` or :class:`WorkerDied` with the
-    finished matches; Ctrl-C raises ``KeyboardInterrupt`` after the results that had come
-    back went to ``on_result``. The config was checked when it was built: it is not checked
-    again."""
+    start when there are any (:func:`in_workers`; default: :func:`default_start_method`); it
+    never changes the results. ``done``: matches already played, as ``(sequence,
+    rotation)``, which are skipped; ``on_result`` is called with each result as it comes
+    back (in the order matches finish). A stop raises :class:`AgentFailed` or
+    :class:`WorkerDied` with the finished matches; Ctrl-C raises ``KeyboardInterrupt`` after
+    the results that had come back went to ``on_result``. The config was checked when it was
+    built: it is not checked again."""
     skip = {tuple(t) for t in done}
     every = match_tasks(tc)
     tasks = [t for t in every if t not in skip]
     bar = _progress(len(every), "tournament", len(every) - len(tasks)) if progress else None
     take = _Collector(tc, on_result, bar)
     try:
-        if tc.workers == 1 or not tasks:
+        if not in_workers(tc) or not tasks:
             entrants = tc.by_label()
             for seq, rot in tasks:
                 take([play_task(tc, seq, rot, entrants)])
@@ -201,105 +226,27 @@ def run_matches(tc: TournamentConfig, progress: bool = True,
 CHUNK_SECONDS = 2.0
 
 
+def in_workers(tc: TournamentConfig) -> bool:
+    """Whether ``tc``'s matches play in watched worker processes (:mod:`.pool`): with more than
+    one worker, and with one when there is a move timeout (a worker can be killed when an
+    agent's call will not give way to the interrupt); otherwise in the calling process."""
+    return tc.workers > 1 or tc.move_timeout is not None
+
+
 def _run_parallel(tc: TournamentConfig, tasks: list[tuple[int, int]], method: str,
                   take: _Collector) -> None:
-    """Play ``tasks`` on ``tc.workers`` processes, in batches sized as they go: the first
-    batches are one match each, the next ones as many matches as fill about
-    :data:`CHUNK_SECONDS` at the pace measured so far (at most a twentieth of a worker's
-    share), with two batches a worker in flight."""
-    import collections
-    import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-    from concurrent.futures.process import BrokenProcessPool
-
+    """Play ``tasks`` on ``tc.workers`` watched processes (:class:`.pool.WatchedPool`), in
+    batches sized as they go: the first batches are one match each, the next ones as many
+    matches as fill about :data:`CHUNK_SECONDS` at the pace measured so far (at most a
+    twentieth of a worker's share), about two batches a worker ahead."""
     check_importable(tc, method)
     most = max(1, len(tasks) // (tc.workers * 20))
-    queue = collections.deque(tasks)
-    size = 1  # matches a batch, from the pace measured so far
-    # A broken worker (one that cannot unpickle the config, or that dies) fails the run
-    # instead of hanging it, as it would with multiprocessing.Pool.
-    ex = ProcessPoolExecutor(tc.workers, mp_context=mp.get_context(method),
-                             initializer=_init_worker,
-                             initargs=(tc, worker_registrations(tc)))
-    procs: dict[int, Any] = {}  # every worker started, for the cause of a death
-    futures: list[Future[list[dict[str, Any]]]] = []
-    pending: set[Future[list[dict[str, Any]]]] = set()
-    taken: set[int] = set()
-    broken = False
 
-    def fill() -> None:
-        while queue and len(pending) < 2 * tc.workers:
-            chunk = [queue.popleft() for _ in range(min(size, len(queue)))]
-            futures.append(ex.submit(_play_chunk, chunk))
-            pending.add(futures[-1])
+    def size(pace: float) -> int:
+        return min(most, max(1, int(CHUNK_SECONDS / max(pace, 1e-6))))
 
-    try:
-        fill()
-        while pending:
-            procs.update(getattr(ex, "_processes", None) or {})
-            # FIRST_COMPLETED: the bar moves with every batch; a failed batch raises in
-            # fut.result() below and stops the rest at once.
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in done:
-                taken.add(id(fut))
-                results = fut.result()
-                take(results)
-                pace = sum(r["seconds"] for r in results) / max(len(results), 1)
-                size = min(most, max(1, int(CHUNK_SECONDS / max(pace, 1e-6))))
-            fill()
-    except BrokenProcessPool:
-        broken = True
-    except BaseException:  # an agent's error, Ctrl-C: stop now, not after the queued work
-        _drain(futures, taken, take)
-        _terminate_workers(ex)
-        raise
-    finally:
-        ex.shutdown(wait=True, cancel_futures=True)
-    if broken:
-        _drain(futures, taken, take)
-        raise WorkerDied(_worker_death(procs, method))
-
-
-def _drain(futures: Sequence[Any], taken: set[int], take: _Collector) -> None:
-    """Keep the results of every chunk that finished but was not taken yet."""
-    for fut in futures:
-        if id(fut) in taken or not fut.done() or fut.cancelled() or fut.exception():
-            continue
-        taken.add(id(fut))
-        take(fut.result(), may_stop=False)
-
-
-def _worker_death(procs: dict[int, Any], method: str) -> str:
-    """Which worker died and how: its exit status or the signal that killed it (the others
-    are then ended with SIGTERM by the pool)."""
-    exits = [(pid, p.exitcode) for pid, p in procs.items()]
-    dead = [(pid, c) for pid, c in exits if c is not None and c != -signal.SIGTERM] or \
-        [(pid, c) for pid, c in exits if c is not None]
-    if not dead:
-        return f"a tournament worker process ({method} start method) ended unexpectedly"
-    pid, code = dead[0]
-    if code < 0:
-        try:
-            name = f" ({signal.Signals(-code).name})"
-        except ValueError:
-            name = ""
-        how = f"was killed by signal {-code}{name}"
-    else:
-        how = f"exited with status {code}"
-    line = f"tournament worker process {pid} ({method} start method) {how} while playing"
-    if code == 0:
-        line += " (an error in its set-up is printed above, or an agent ended the process)"
-    elif code == 1 and method != "fork":
-        line += (f" (a worker started by {method} exits so when it cannot import what it was "
-                 "sent: every factory, policy and registered agent must be defined at module "
-                 "level of an importable module; any error is printed above)")
-    return line
-
-
-def _terminate_workers(ex: Any) -> None:
-    terminate = getattr(ex, "terminate_workers", None)  # Python >= 3.14
-    if terminate is not None:
-        terminate()
-        return
-    for proc in list((getattr(ex, "_processes", None) or {}).values()):
-        proc.terminate()
+    pool = WatchedPool(tc.workers, method, _init_worker, (tc, worker_registrations(tc)),
+                       _play_watched, move_timeout=tc.move_timeout,
+                       forfeit=lambda rec, kind, error: forfeit_task(tc, rec, kind, error),
+                       died=WorkerDied)
+    pool.run(tasks, take, size)

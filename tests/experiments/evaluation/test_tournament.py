@@ -74,14 +74,16 @@ def test_workers_take_matches_in_batches_sized_by_their_pace(monkeypatch):
     slow the agents); fast matches then go out in batches of up to a twentieth of a worker's
     share; a pace of more than CHUNK_SECONDS a match keeps them one at a time. The results
     are those of one worker either way."""
+    from dragons_egg.experiments.evaluation.tournament import pool
+
     sizes = []
-    take = runner._Collector.__call__
+    send = pool.WatchedPool.send
 
-    def record(self, rs, may_stop=True):
-        sizes.append(len(rs))
-        return take(self, rs, may_stop)
+    def record(self, w, batch):
+        sizes.append(len(batch))
+        return send(self, w, batch)
 
-    monkeypatch.setattr(runner._Collector, "__call__", record)
+    monkeypatch.setattr(pool.WatchedPool, "send", record)
     tc = small(workers=2, matches=400, num_rounds=1)
     fast = run_matches(tc, progress=False)
     # each worker's first batches are single matches; which worker's batch arrives first is
