@@ -465,6 +465,15 @@ class ParsedSettings:
     #: The further value options (``options``) by name (such as ``--resume``), ``None`` where
     #: not given.
     options: dict[str, str | None] = dataclasses.field(default_factory=dict)
+    #: The values of the repeatable options (``repeated``, such as ``--allow-code``) by name,
+    #: in the order given (empty where not given).
+    repeated: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    #: The fields set by a flag on the command line itself (``given`` less those only the
+    #: ``--config`` file names).
+    typed: frozenset[str] = frozenset()
+    #: Where the ``--config`` settings were read from (the file, or ``packaged config
+    #: NAME``), or ``None``.
+    config_source: str | None = None
 
 
 def _config_help(cls: type) -> str:
@@ -478,8 +487,8 @@ def _wrapper(cls: type, extra: str, extra_help: str, extra_metavar: str,
              switches: Sequence[tuple[str, str]] = (),
              options: Sequence[tuple[str, str, str]] = ()) -> type:
     """A dataclass of ``--config``, the extra option, the further value ``options`` (name,
-    help, metavar), the on/off ``switches`` (name, help) and every field of ``cls`` (no
-    prefix), so that tyro's ``--help`` lists them all."""
+    help, metavar; the repeatable ones too), the on/off ``switches`` (name, help) and every
+    field of ``cls`` (no prefix), so that tyro's ``--help`` lists them all."""
     from typing import Annotated
 
     import tyro
@@ -575,13 +584,15 @@ def parse_config_cli(cls: type, argv: Sequence[str] | None,
                      extra_metavar: str = "PATH",
                      switches: Sequence[tuple[str, str]] = (),
                      options: Sequence[tuple[str, str, str]] = (),
+                     repeated: Sequence[tuple[str, str, str]] = (),
                      check: bool = True) -> ParsedSettings:
     """Read the command line of the settings dataclass ``cls``: ``--config FILE|NAME``
     (:func:`resolve_config`, read by :func:`read_settings` and made with ``build``) gives the
     defaults, every field is a flag (tyro, with no prefix), and the option ``extra`` (such as
     ``--resume``) is returned beside the settings, with the fields given explicitly and the
     on/off options of ``switches`` (``(name, help)``, such as ``--overwrite``) given, and the
-    values of the further ``options`` (``(name, help, metavar)``).
+    values of the further ``options`` (``(name, help, metavar)``) and of the ``repeated``
+    ones (the same, each given again for more: ``--allow-code SPEC``).
     ``--help`` shows ``prog`` (default :func:`module_prog`) and lists ``--config``, ``extra``
     and the switches with the fields. The settings are checked as they are made
     (:func:`check_all`, after the parse; not with ``check=False``, for a caller that changes
@@ -599,16 +610,22 @@ def parse_config_cli(cls: type, argv: Sequence[str] | None,
         pre.add_argument(name, action="store_true")
     for name, _, _ in options:
         pre.add_argument(name, default=None)
+    for name, _, _ in repeated:
+        pre.add_argument(name, action="append", default=[])
     known, rest = pre.parse_known_args(args)
     data: dict[str, Any] = {}
     default = cls()
+    source = None
     if known.config is not None:
         try:
-            data = read_settings(cls, resolve_config(known.config, cls))
+            resolved = resolve_config(known.config, cls)
+            source = _config_label(resolved)
+            data = read_settings(cls, resolved)
             default = build(data)
         except (ValueError, TypeError) as exc:
             fail(str(exc))
-    command = _wrapper(cls, extra, extra_help, extra_metavar, switches, options)
+    command = _wrapper(cls, extra, extra_help, extra_metavar, switches,
+                       [*options, *repeated])
     with checks_deferred():  # OmitArgPrefixes: a group's settings are flat flags (SettingsGroup)
         out = tyro.cli(command, args=rest, default=command(default), prog=prog,
                        registry=_registry(), description=description,
@@ -620,10 +637,12 @@ def parse_config_cli(cls: type, argv: Sequence[str] | None,
             fail(str(exc))
     on = frozenset(n for n, _ in switches if getattr(known, n.lstrip("-").replace("-", "_")))
     values = {n: getattr(known, n.lstrip("-").replace("-", "_")) for n, _, _ in options}
+    lists = {n: list(getattr(known, n.lstrip("-").replace("-", "_"))) for n, _, _ in repeated}
+    typed = frozenset(flags_given(rest, cls))
     return ParsedSettings(out.settings, getattr(known, dest),
-                          frozenset(flags_given(rest, cls) | data_paths(cls, data)),
+                          frozenset(typed | data_paths(cls, data)),
                           known.config, on,
-                          values)
+                          values, lists, typed, source)
 
 
 def validated(cfg: Any) -> Any:

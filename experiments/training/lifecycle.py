@@ -56,6 +56,11 @@ from dragons_egg.experiments.common.runs import (
     write_run_config,
 )
 from dragons_egg.experiments.training.callbacks import CallbackList, TrainerCallback
+from dragons_egg.experiments.training.scaffold import (
+    agent_specs,
+    consent_flags,
+    folder_consent_flags,
+)
 
 
 class TrainerRun:
@@ -72,7 +77,9 @@ class TrainerRun:
     SUBFOLDERS: ClassVar[tuple[str, ...]] = ("checkpoints",)
     #: What the run counts: ``samples`` or ``timesteps`` (the history's and eval.csv's key).
     UNIT: ClassVar[str] = "samples"
-    #: What a command that resumes a run of this trainer adds after ``--resume CHECKPOINT``.
+    #: What a command that resumes a run of this trainer adds after ``--resume CHECKPOINT``
+    #: (and then an ``--allow-code SPEC`` for each agent spec of the run that runs code:
+    #: :func:`~.scaffold.consent_flags`).
     RESUME_FLAGS: ClassVar[str] = ""
     #: How :meth:`command` ends a refused start: ``False``, ``error: ...`` and the status 2
     #: returned; ``True``, ``PROG: error: ...`` and ``SystemExit(2)``, as the trainer's
@@ -108,8 +115,10 @@ class TrainerRun:
         # long as this run lives: refused at once, naming the holder's pid
         self.lock = FolderLock(self.run_dir, "run folder").acquire()
         weakref.finalize(self, self.lock.release)
+        # the resume it names needs --allow-code for that run's specs that run code
         claim_run_dir(self.run_dir, self.RUN_FILES, latest=self.latest_checkpoint,
-                      resume=resume, overwrite=overwrite, resume_flags=self.RESUME_FLAGS)
+                      resume=resume, overwrite=overwrite,
+                      resume_flags=self.RESUME_FLAGS + folder_consent_flags(self.run_dir, cfg))
         for sub in self.SUBFOLDERS:
             (self.run_dir / sub).mkdir(parents=True, exist_ok=True)
         #: Ctrl-C waits for the update in progress.
@@ -203,7 +212,9 @@ class TrainerRun:
         try:
             final = run.train()
         except KeyboardInterrupt as exc:  # train saved a checkpoint (RunInterrupted)
-            return interrupted_exit(exc, prog, cls.RESUME_FLAGS)
+            # a checkpoint's settings cannot give consent: the resume gives it again
+            return interrupted_exit(exc, prog,
+                                    cls.RESUME_FLAGS + consent_flags(agent_specs(run.cfg)))
         line = run.done_line(final)
         if line:
             print(line)

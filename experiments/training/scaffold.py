@@ -9,17 +9,24 @@ their own settings beside these, and may give these other defaults by declaring 
 again. Every settings dataclass is read the same way: ``--config FILE|NAME`` and one flag per
 field, through :func:`~dragons_egg.experiments.common.settings.config_cli` (tyro); its
 ``validate()`` checks types first (the annotations), then ranges.
+
+The command line also asks for the user's consent to agent specs that run code read from a
+file (a ``--config`` file, a checkpoint's saved settings): ``--allow-code SPEC``
+(:func:`trainer_command`), and the resume commands a run prints name it
+(:func:`consent_flags`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
+from dragons_egg.agents.consent import CONSENT_FLAG, ConsentError, check_consent, runs_code
 from dragons_egg.experiments.common.runs import OVERWRITE_HELP
 from dragons_egg.experiments.common.settings import (
     SEED_RANGE,
@@ -32,6 +39,7 @@ from dragons_egg.experiments.common.settings import (
     checks_on,
     fail,
     field_types,
+    get_path,
     group_types,
     migrated,
     parse_config_cli,
@@ -49,6 +57,10 @@ class RunSettings:
 
     #: The run folder's default name is this, then ``-seed<seed>``.
     RUN_PREFIX: ClassVar[str] = "run"
+    #: The settings that hold agent specs (paths: ``league.league_agents``); a trainer adds
+    #: its own. Such a spec read from a file runs code only with the user's consent
+    #: (:func:`trainer_command`).
+    AGENT_SPECS: ClassVar[tuple[str, ...]] = ("eval_opponents", "eval_search")
 
     #: Seed of everything random in the run (engines, network, sampling, evaluations).
     seed: int = 0
@@ -176,6 +188,13 @@ class RulesSettings:
 
 #: The switch that lets ``--resume`` load a checkpoint that runs code when loaded.
 TRUST_FLAG = "--trust-checkpoint"
+#: The help of :data:`~dragons_egg.agents.consent.CONSENT_FLAG` (``--allow-code``) in every
+#: trainer.
+ALLOW_CODE_HELP = ("allow this agent spec, named by the --config file or by the settings "
+                   "the --resume checkpoint saved, to run code (trust=1, rllib:path=, "
+                   "MODULE:CLASS): a file cannot give that consent, and a checkpoint's digest "
+                   "only tells that it is not damaged (again for more; giving the spec as a "
+                   "setting's value here, such as --eval-opponents SPEC, does the same)")
 
 
 class TrainerCommand(NamedTuple):
@@ -189,6 +208,55 @@ class TrainerCommand(NamedTuple):
     trust: bool
     #: ``--overwrite`` was given.
     overwrite: bool
+
+
+def agent_specs(cfg: Any, paths: Iterable[str] | None = None) -> list[str]:
+    """The agent specs the settings ``cfg`` hold (at its :attr:`RunSettings.AGENT_SPECS`;
+    none for settings without them), or those at the ``paths`` among them."""
+    chosen = getattr(cfg, "AGENT_SPECS", ())
+    if paths is not None:
+        wanted = set(paths)
+        chosen = [p for p in chosen if p in wanted]
+    return [spec for p in chosen for spec in get_path(cfg, p) if isinstance(spec, str)]
+
+
+def check_saved_consent(saved: Any, given: Iterable[str], checkpoint: str | Path,
+                        allowed: Collection[str]) -> None:
+    """A :class:`~dragons_egg.agents.consent.ConsentError` (a ``ValueError``) for the first
+    agent spec that the settings a checkpoint ``saved`` hold and its resume keeps (those not
+    ``given`` on the command line or in ``--config``) that runs code and is not among
+    ``allowed`` (given with ``--allow-code``, or typed as a setting's value). Called as soon as
+    the saved settings are read, before any spec is parsed: the checkpoint's digest is a
+    checksum anyone can recompute, so the file cannot give that consent."""
+    given = set(given)
+    check_consent(agent_specs(saved, [p for p in saved.AGENT_SPECS if p not in given]),
+                  f"checkpoint {checkpoint} (its saved settings)", allowed)
+
+
+def consent_flags(specs: Iterable[str]) -> str:
+    """The ``--allow-code SPEC`` options (each with a leading space) that a resume of a run
+    whose settings hold ``specs`` needs: one for each that runs code."""
+    return "".join(f" {CONSENT_FLAG} {shlex.quote(spec)}"
+                   for spec in dict.fromkeys(s.strip() for s in specs) if runs_code(spec))
+
+
+def folder_consent_flags(run_dir: Path, cfg: Any) -> str:
+    """:func:`consent_flags` of the run in ``run_dir``, by the settings its ``config.json``
+    records (those of ``cfg``'s kind); empty where there is none to read."""
+    import json
+
+    try:
+        data = json.loads((run_dir / "config.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    specs: list[str] = []
+    for path in getattr(cfg, "AGENT_SPECS", ()):
+        value: Any = data
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, list):
+            specs += [s for s in value if isinstance(s, str)]
+    return consent_flags(specs)
 
 
 def check_rules_kept(saved: RulesConfig, given: RulesConfig) -> None:
@@ -252,14 +320,24 @@ def _rule_overrides(words: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
 
 def trainer_command(cls: type[RunSettings], argv: Sequence[str] | None, description: str, *,
                     prog: str | None, resume_help: str, resume_metavar: str, trust_help: str,
-                    resumed: Callable[[str, Any, frozenset[str], bool], Any]
+                    resumed: Callable[[str, Any, frozenset[str], bool, list[str]], Any]
                     ) -> TrainerCommand:
     """Every trainer's command line: ``--config FILE|NAME`` and a flag per setting of ``cls``
     (:func:`~dragons_egg.experiments.common.settings.parse_config_cli`), ``--resume
-    CHECKPOINT``, ``--overwrite`` and ``--trust-checkpoint``. With ``--resume``, the settings
-    are ``resumed(checkpoint, parsed, given, trust)``: the checkpoint's, with those given
-    (their names in ``given``). Bad input, a ``ValueError`` of ``resumed`` included, is a
-    one-line error and exit status 2."""
+    CHECKPOINT``, ``--overwrite``, ``--trust-checkpoint`` and ``--allow-code SPEC`` (again for
+    more). With ``--resume``, the settings are ``resumed(checkpoint, parsed, given, trust,
+    allowed)``: the checkpoint's, with those given (their names in ``given``), its agent specs
+    checked against ``allowed`` (:func:`check_saved_consent`). Bad input, a ``ValueError`` of
+    ``resumed`` included, is a one-line error and exit status 2.
+
+    Consent to run code comes from the user (:mod:`dragons_egg.agents.consent`): an agent spec
+    that runs code (``trust=1``, ``rllib:path=``, ``MODULE:CLASS``) read from the ``--config``
+    file or from the settings the checkpoint saved is honoured only when the user gives it
+    again, with ``--allow-code SPEC`` or as a setting's value on the command line (typed
+    there, it is the user's); otherwise it is a one-line refusal naming the spec, the file and
+    the flag, before any spec is parsed (a ``MODULE:CLASS`` spec's module is not imported).
+    A config packaged with the package (``--config NAME``) is checked as any file is; none
+    names such a spec."""
     words = sys.argv[1:] if argv is None else list(argv)
     has_rules = field_types(cls).get("rules") is RulesConfig
     overrides: dict[str, Any] = {}
@@ -273,11 +351,20 @@ def trainer_command(cls: type[RunSettings], argv: Sequence[str] | None, descript
                                             (TRUST_FLAG, trust_help)],
                                   options=[(n, h, "FLAG=VALUE" if not f else "N")
                                            for n, f, h in RULE_OPTIONS] if has_rules else (),
+                                  repeated=[(CONSENT_FLAG, ALLOW_CODE_HELP, "SPEC")],
                                   check=False)
         cfg, trust = parsed.settings, TRUST_FLAG in parsed.switches
+        # consent, before any spec is parsed (a MODULE:CLASS spec's module is imported then)
+        allowed = [*parsed.repeated[CONSENT_FLAG], *agent_specs(cfg, parsed.typed)]
+        if parsed.config_source is not None:
+            try:
+                check_consent(agent_specs(cfg, parsed.given - parsed.typed),
+                              f"--config {parsed.config_source}", allowed)
+            except ConsentError as exc:
+                fail(str(exc))
         if parsed.extra is not None:
             try:
-                cfg = resumed(parsed.extra, cfg, parsed.given, trust)
+                cfg = resumed(parsed.extra, cfg, parsed.given, trust, allowed)
             except ValueError as exc:
                 fail(str(exc))
         if overrides:  # over the rules of --rules, --config or the checkpoint (or defaults)
@@ -295,5 +382,6 @@ def trainer_command(cls: type[RunSettings], argv: Sequence[str] | None, descript
     return TrainerCommand(validated(cfg), parsed.extra, trust, "--overwrite" in parsed.switches)
 
 
-__all__ = ["RULE_OPTIONS", "RulesSettings", "RunSettings", "TRUST_FLAG", "TrainerCommand",
-           "check_rules_kept", "tournament_flags", "trainer_command"]
+__all__ = ["ALLOW_CODE_HELP", "RULE_OPTIONS", "RulesSettings", "RunSettings", "TRUST_FLAG",
+           "TrainerCommand", "agent_specs", "check_rules_kept", "check_saved_consent",
+           "consent_flags", "folder_consent_flags", "tournament_flags", "trainer_command"]

@@ -33,7 +33,11 @@ runs no code: :func:`.checkpoint.load_checkpoint`; the old format needs ``--trus
 ``--resume CHECKPOINT`` continue a run: in the checkpoint's own run folder, with the settings saved
 in the checkpoint; settings given on the command line (flags, or those a ``--config`` file names)
 override single settings, each change printed and recorded in the run's ``config_history.json``; the
-network's shape (``hidden``, ``max_players``) cannot change. The trainer updates after whole
+network's shape (``hidden``, ``max_players``) cannot change. The digest tells a damaged checkpoint,
+not a trusted one (anyone can recompute it): an agent spec that runs code (``trust=1``,
+``rllib:path=``, ``MODULE:CLASS``) named by the saved settings or by a ``--config`` file is
+refused unless given again with ``--allow-code SPEC`` (:func:`~.scaffold.trainer_command`). The
+trainer updates after whole
 rollouts, so it says at the start how far past ``total_samples`` it will go. Torch uses
 ``torch_threads`` threads (default 1).
 
@@ -50,7 +54,7 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +64,7 @@ from dragons_egg.experiments.common.runs import (
     resumed_settings,
     stops_on_sigterm,
 )
-from dragons_egg.experiments.common.settings import migrated, module_prog
+from dragons_egg.experiments.common.settings import checks_deferred, migrated, module_prog
 from dragons_egg.experiments.training.callbacks import TrainerCallback
 from dragons_egg.experiments.training.checkpoint import (
     CHECKPOINT_FORMAT,
@@ -88,6 +92,7 @@ from dragons_egg.experiments.training.rollout import (
 from dragons_egg.experiments.training.scaffold import (
     TrainerCommand,
     check_rules_kept,
+    check_saved_consent,
     tournament_flags,
     trainer_command,
 )
@@ -154,7 +159,9 @@ def saved_config(state: dict[str, Any], path: str | Path) -> SelfPlayConfig:
     """The settings a checkpoint was saved with (settings added since take their defaults;
     those of before the run held its rules read as ``rules``,
     :func:`~.settings.migrate_rules`); a ``ValueError`` for a setting this version does not
-    have."""
+    have. Their types are checked, not their agent specs, which are not parsed (parsing a
+    ``MODULE:CLASS`` spec imports its module; :func:`resumed_config` asks for consent first,
+    and a run checks the settings it runs with)."""
     try:
         data = migrated(SelfPlayConfig, state["config"])  # rules, then the groups
     except ValueError as exc:
@@ -164,19 +171,23 @@ def saved_config(state: dict[str, Any], path: str | Path) -> SelfPlayConfig:
     if unknown:
         raise ValueError(f"checkpoint {path} has settings this version does not know: "
                          f"{', '.join(unknown)}")
-    return config_from_dict(data)
+    with checks_deferred():
+        return config_from_dict(data)
 
 
 def resumed_config(checkpoint: str | Path, parsed: SelfPlayConfig,
                    given: set[str] | frozenset[str] = frozenset(),
-                   trust: bool = False) -> SelfPlayConfig:
+                   trust: bool = False, allow_code: Collection[str] = ()) -> SelfPlayConfig:
     """The settings ``--resume checkpoint`` continues with: the checkpoint's, with those
     ``given`` on the command line taken from ``parsed``; in the checkpoint's run folder
     unless ``out_dir`` or ``run_name`` is given
     (:func:`dragons_egg.experiments.common.settings.resumed_settings`). A ``ValueError`` for a bad
     checkpoint or a setting that cannot change (:data:`FROZEN_ON_RESUME`); ``trust`` loads a
-    checkpoint of the old format (:func:`.checkpoint.load_checkpoint`)."""
+    checkpoint of the old format (:func:`.checkpoint.load_checkpoint`). A saved agent spec the
+    run keeps that runs code is a :class:`~dragons_egg.agents.consent.ConsentError` unless it
+    is in ``allow_code`` (:func:`~.scaffold.check_saved_consent`)."""
     saved = saved_config(load_checkpoint(checkpoint, trust), checkpoint)
+    check_saved_consent(saved, given, checkpoint, allow_code)
     if "rules" in given:
         check_rules_kept(saved.rules, parsed.rules)
     cfg: SelfPlayConfig = resumed_settings(saved, parsed, given, checkpoint, FROZEN_ON_RESUME)
@@ -637,13 +648,14 @@ RESUME_HELP = ("continue the run of this checkpoint (checkpoints/latest.pt) in i
                "folder with its saved settings; settings given here (flags, or those a "
                "--config file names) override single ones, each change printed and recorded "
                "in config_history.json; hidden and max_players cannot change; a checkpoint "
-               "of the old format (pickled objects) loads only with --trust-checkpoint")
+               "of the old format (pickled objects) loads only with --trust-checkpoint; a "
+               "saved agent spec that runs code needs --allow-code SPEC")
 
 
 def _resumed(checkpoint: str, parsed: SelfPlayConfig, given: frozenset[str],
-             trust: bool) -> SelfPlayConfig:
+             trust: bool, allowed: list[str]) -> SelfPlayConfig:
     try:
-        return resumed_config(checkpoint, parsed, given, trust)
+        return resumed_config(checkpoint, parsed, given, trust, allowed)
     except ValueError as exc:
         raise ValueError(f"--resume: {exc}") from None
 

@@ -199,6 +199,7 @@ class SelfPlayConfig(RulesSettings, RunSettings):
     (Ray, the league's agents, the search-targets folder)."""
 
     RUN_PREFIX: ClassVar[str] = "selfplay"
+    AGENT_SPECS: ClassVar[tuple[str, ...]] = (*RunSettings.AGENT_SPECS, "league.league_agents")
 
     #: Learner samples (decisions trained on) to collect in all.
     total_samples: int = 2_000_000

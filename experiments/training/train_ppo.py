@@ -28,8 +28,11 @@ the network, the PPO hyperparameters) and the largest table size (the observatio
 cannot change. ``eval.csv`` holds the checkpoint's evaluations and continues them. An SB3
 checkpoint runs code when it is loaded (SB3 unpickles its ``data`` entry), so ``--resume`` needs
 ``--trust-checkpoint`` (:func:`check_resume`), for a checkpoint whose source you trust; that
-trust extends to the snapshots its pool names. Snapshots and evaluation copies the run writes
-itself are played as ``ppo:path=FILE.zip,trust=1``.
+trust extends to the snapshots its pool names, not to the agents its settings name: an agent
+spec that runs code (``trust=1``, ``rllib:path=``, ``MODULE:CLASS``) read from the checkpoint's
+``.json`` or a ``--config`` file is refused unless given again with ``--allow-code SPEC``
+(:func:`~.scaffold.trainer_command`). Snapshots and evaluation copies the run writes itself are
+played as ``ppo:path=FILE.zip,trust=1``.
 
 The run is an :class:`SB3Run`, a :class:`~.lifecycle.TrainerRun` (settings, run folder,
 resume's config history, Ctrl-C, hooks, evaluation rows, run output, the command line's exits);
@@ -53,7 +56,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
@@ -65,6 +68,7 @@ from dragons_egg.experiments.common.runs import (
 )
 from dragons_egg.experiments.common.settings import (
     check_range,
+    checks_deferred,
     class_cache,
     module_prog,
     require,
@@ -77,6 +81,7 @@ from dragons_egg.experiments.training.scaffold import (
     RunSettings,
     TrainerCommand,
     check_rules_kept,
+    check_saved_consent,
     tournament_flags,
     trainer_command,
 )
@@ -97,6 +102,7 @@ class TrainConfig(RulesSettings, RunSettings):
     trainer has are :class:`~.scaffold.RunSettings`'."""
 
     RUN_PREFIX: ClassVar[str] = "ppo"
+    AGENT_SPECS: ClassVar[tuple[str, ...]] = (*RunSettings.AGENT_SPECS, "opponents")
 
     #: Environment steps (learner decisions) to train for, in total.
     total_timesteps: int = 150_000
@@ -201,15 +207,17 @@ RESUME_HELP = ("continue the run of this checkpoint (checkpoints/step_N.zip) in 
                "folder with its saved settings; settings given here (flags, or those a "
                "--config file names) override single ones, each change printed and recorded "
                "in config_history.json; the network, the PPO hyperparameters and the largest "
-               "table size cannot change; needs --trust-checkpoint")
-TRUST_HELP = ("load the --resume checkpoint (and the snapshots its pool names): an SB3 "
-              "checkpoint runs code stored in it when it is loaded (pickle), so give this only "
-              "for a checkpoint from a source you trust, such as your own run")
+               "table size cannot change; needs --trust-checkpoint, and --allow-code SPEC "
+               "for a saved agent spec that runs code")
+TRUST_HELP = ("load the --resume checkpoint (and the snapshots its pool names; the agents "
+              "its settings name need --allow-code): an SB3 checkpoint runs code stored in "
+              "it when it is loaded (pickle), so give this only for a checkpoint from a "
+              "source you trust, such as your own run")
 
 
 def _resumed(checkpoint: str, parsed: TrainConfig, given: frozenset[str],
-             trust: bool) -> TrainConfig:
-    return resumed_config(checkpoint, {k: getattr(parsed, k) for k in given}, trust)
+             trust: bool, allowed: list[str]) -> TrainConfig:
+    return resumed_config(checkpoint, {k: getattr(parsed, k) for k in given}, trust, allowed)
 
 
 def parse_args(argv: Sequence[str] | None = None, prog: str | None = None) -> TrainerCommand:
@@ -225,7 +233,9 @@ def parse_args(argv: Sequence[str] | None = None, prog: str | None = None) -> Tr
 
 def saved_config(meta: dict[str, Any], path: str | Path) -> TrainConfig:
     """The settings recorded beside a checkpoint (its ``.json``); a ``ValueError`` when there
-    are none or some this version does not have."""
+    are none or some this version does not have. Their types are checked, not their agent
+    specs, which are not parsed (a ``MODULE:CLASS`` spec's module would be imported):
+    :func:`resumed_config` asks for consent first, and a run checks what it runs with."""
     data = meta.get("config")
     if not isinstance(data, dict):
         raise ValueError(f"checkpoint {path} has no settings in its .json")
@@ -237,7 +247,8 @@ def saved_config(meta: dict[str, Any], path: str | Path) -> TrainConfig:
     if unknown:
         raise ValueError(f"checkpoint {path} has settings this version does not know: "
                          f"{', '.join(unknown)}")
-    return TrainConfig.from_dict(data)
+    with checks_deferred():
+        return TrainConfig.from_dict(data)
 
 
 def check_resume(resume: str | Path, trust: bool = False) -> Path:
@@ -260,21 +271,25 @@ def check_resume(resume: str | Path, trust: bool = False) -> Path:
     return rp
 
 
-def resumed_config(resume: str | Path, values: dict[str, Any],
-                   trust: bool = False) -> TrainConfig:
+def resumed_config(resume: str | Path, values: dict[str, Any], trust: bool = False,
+                   allow_code: Collection[str] = ()) -> TrainConfig:
     """The settings ``--resume`` continues with: the checkpoint's, with the ``values`` given
     on the command line; in the checkpoint's run folder unless ``out_dir`` or ``run_name`` is
     given. A ``ValueError`` for a missing, untrusted (:func:`check_resume`) or corrupt
     checkpoint, or a setting that cannot change (:data:`FROZEN_ON_RESUME`, the largest table
-    size)."""
+    size); a :class:`~dragons_egg.agents.consent.ConsentError` for a saved agent spec the run
+    keeps that runs code and is not in ``allow_code`` (:func:`~.scaffold.check_saved_consent`,
+    before the checkpoint is loaded: ``--trust-checkpoint`` trusts the checkpoint and its
+    snapshots, not the agents its settings name)."""
     from dragons_egg.agents.ppo import CheckpointError, load_policy
 
     rp = check_resume(resume, trust)
+    saved = saved_config(_checkpoint_meta(rp), rp)
+    check_saved_consent(saved, values, rp, allow_code)
     try:
         load_policy(rp, trust=trust)  # clear errors for a corrupt file
     except CheckpointError as exc:
         raise ValueError(str(exc)) from None
-    saved = saved_config(_checkpoint_meta(rp), rp)
     parsed = dataclasses.replace(saved, **values)
     if max(parsed.table_sizes) != max(saved.table_sizes):
         raise ValueError(f"--table-sizes cannot change the largest table size on resume (the "
