@@ -339,8 +339,9 @@ class Run(TrainerRun):
             "tribute_replay": {}, "tribute_table": {}, **self.learner.hook_states()})
         state["digest"] = state_digest(state)
         # torch names the archive's root folder after the file it writes, and load errors
-        # quote that name: ``latest.pt.tmp`` keeps it ``latest.pt``
-        with atomic_path(path, tmp_name=f"{path.name}.tmp") as tmp:
+        # quote that name: the temporary file (this process's own) is ``latest.pt.tmp``,
+        # which keeps it ``latest.pt``
+        with atomic_path(path) as tmp:
             torch.save(state, tmp)
         return self.checkpoint_written(path)
 
