@@ -12,8 +12,10 @@ import contextlib
 import csv
 import dataclasses
 import functools
+import io
 import json
 import math
+import numbers
 import os
 import shlex
 import shutil
@@ -22,7 +24,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from dragons_egg.experiments.common.settings import flat_values, get_path, replace_paths
 
@@ -451,8 +453,9 @@ def json_ready(value: Any) -> Any:
 
 
 def _cells(row: dict[str, Any]) -> dict[str, Any]:
-    """A row for the CSV: NaN (an interval left out) as an empty cell."""
-    return {k: "" if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
+    """A row for the CSV: NaN (an interval left out; a float or a numpy number) as an empty
+    cell, the one way the file holds it (:func:`read_eval_csv` refuses the text ``nan``)."""
+    return {k: "" if isinstance(v, numbers.Number) and v != v else v for k, v in row.items()}
 
 
 def write_eval_csv(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -486,15 +489,23 @@ def append_eval_csv(path: Path, row: dict[str, Any]) -> None:
 def restore_eval_csv(path: Path, history: list[dict[str, Any]], samples: int,
                      key: str = "samples") -> None:
     """On resume: make ``eval.csv`` hold the checkpoint's evaluations (``history``, each
-    with its ``key``: samples or timesteps), so that the new rows continue them. Rows the
+    with its ``key``: samples or timesteps), so that the new rows continue them.
+
+    The file is read against its schema first (:func:`check_eval_csv`): a damaged one is a
+    :class:`DamagedEvalCsv` naming the file and line, before any training, and nothing is
+    written. The checkpoint holds the run's evaluations (with a digest): the file is kept
+    when its rows are the checkpoint's (by ``key``), and otherwise replaced by them. Rows the
     file has beyond them (evaluations after the checkpoint, whose training the resumed run
     does again) are kept aside in ``eval-before-resume-<samples>.csv`` (``-2``, ``-3``, ...
     when that name is taken), a name the learning curve does not read, and that is said; so is
-    a file that cannot be read (rows of two sets of columns, as versions before 0.4 appended
-    after a change of evaluation opponents)."""
+    a file of two sets of columns (versions before 0.4 appended the rows of other evaluation
+    opponents under the old header), which is whole numbers under the wrong header, not
+    damage."""
     try:
-        rows: list[dict[str, Any]] | None = read_eval_csv(path)
+        rows: list[dict[str, Any]] | None = check_eval_csv(path)
         problem = "had evaluations the checkpoint (at {samples:,} {key}) does not have"
+    except DamagedEvalCsv:
+        raise
     except ValueError as exc:
         rows, problem = None, f"could not be read ({exc})"
     if rows is not None and [r.get(key) for r in rows] == [h.get(key) for h in history]:
@@ -514,33 +525,118 @@ def restore_eval_csv(path: Path, history: list[dict[str, Any]], samples: int,
         path.unlink()
 
 
-def _number(path: Path, line: int, key: str, text: str) -> float | int:
+class DamagedEvalCsv(ValueError):
+    """An ``eval*.csv`` line that is not an evaluation row (:func:`read_eval_csv`'s schema):
+    the message names the file, the line and the column."""
+
+
+#: The columns that count the run (a row's key): whole numbers, never empty.
+COUNT_COLUMNS = ("samples", "timesteps")
+_ROW_MODELS: dict[tuple[str, ...], Any] = {}
+
+
+def _row_model(header: tuple[str, ...]) -> Any:
+    """The pydantic model of a row under ``header`` (made once per header): a count column
+    (:data:`COUNT_COLUMNS`) a whole number >= 0, every other cell a finite number or empty
+    (NaN: an interval left out, or a column the row did not have)."""
+    if header not in _ROW_MODELS:
+        from pydantic import BeforeValidator, ConfigDict, Field, create_model
+
+        count = Annotated[int, Field(ge=0)]
+        cell = Annotated[Annotated[float, Field(allow_inf_nan=False)] | None,
+                         BeforeValidator(lambda text: None if text == "" else text)]
+        fields: dict[str, Any] = {
+            f"c{j}": (count if name in COUNT_COLUMNS else cell, Field(alias=name))
+            for j, name in enumerate(header)}
+        _ROW_MODELS[header] = create_model(
+            "EvalRow", __config__=ConfigDict(extra="forbid", frozen=True), **fields)
+    return _ROW_MODELS[header]
+
+
+def _checked_row(path: Path, line: int, header: tuple[str, ...],
+                 cells: list[str]) -> dict[str, Any]:
+    """One row's cells read against :func:`_row_model` (cells beyond the header, a row of two
+    sets of columns, as numbers): the row, NaN for an empty cell; a :class:`DamagedEvalCsv`
+    naming the column and its text when a cell is not what its column holds."""
+    from pydantic import ValidationError
+
+    names = header + tuple(f"cell {j + 1}" for j in range(len(header), len(cells)))
+    names = names[:len(cells)]
     try:
-        return int(text) if key in ("samples", "timesteps") else float(text) if text else math.nan
-    except ValueError:
-        raise ValueError(f"{path}, line {line}: {key} is {text!r}, not a number") from None
+        row = _row_model(names).model_validate(dict(zip(names, cells, strict=True)))
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        name = str(err["loc"][0]) if err["loc"] else ""
+        text = dict(zip(names, cells, strict=True)).get(name)
+        raise DamagedEvalCsv(f"{path}, line {line}: {name} is {text!r}: {err['msg']}"
+                             ) from None
+    return {k: math.nan if v is None else v for k, v in row.model_dump(by_alias=True).items()}
 
 
 def read_eval_csv(path: Path) -> list[dict[str, Any]]:
     """The rows of an ``eval*.csv`` (``samples`` and ``timesteps`` as ints, the rest as
     floats; an empty cell, an interval left out for too few deal sequences, or a column a row
-    did not have, as NaN): the schema :func:`write_eval_csv` writes, every row under the one
-    header with every column. A row with another number of cells than the header, or a cell
-    that is not a number, is a ``ValueError`` naming the file and the line."""
+    did not have, as NaN), read against the schema :func:`write_eval_csv` writes, with
+    pydantic (:func:`_row_model`): a header of distinct names with a count column
+    (:data:`COUNT_COLUMNS`), and under it rows of whole counts and finite numbers or empty
+    cells. A line that is not so (a word where a number belongs, ``nan`` or ``inf``, text that
+    is not UTF-8, junk) is a :class:`DamagedEvalCsv` naming the file, the line and the column;
+    a row of numbers with another number of cells than the header (rows of two sets of
+    columns in one file) a ``ValueError`` naming the file and the line."""
     if not path.is_file():
         return []
-    with open(path, newline="") as f:
-        lines = list(csv.reader(f))
-    header = lines[0] if lines else []
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise DamagedEvalCsv(f"{path}, line {line}: not UTF-8 text") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    lines = []
+    try:
+        for cells in reader:
+            lines.append((reader.line_num, cells))
+    except csv.Error as exc:
+        raise DamagedEvalCsv(f"{path}, line {reader.line_num}: {exc}") from None
+    if not lines:
+        return []
+    header = tuple(lines[0][1])
+    if (not set(header) & set(COUNT_COLUMNS) or len(set(header)) != len(header)
+            or "" in header):
+        raise DamagedEvalCsv(f"{path}, line 1: {','.join(header)[:80]!r} is not a header of "
+                             "evaluations (distinct names, one of them "
+                             f"{' or '.join(COUNT_COLUMNS)})")
     rows = []
-    for n, cells in enumerate(lines[1:], start=2):
+    for n, cells in lines[1:]:
         if not cells:
             continue
+        row = _checked_row(path, n, header, cells)
         if len(cells) != len(header):
             raise ValueError(f"{path}, line {n}: {len(cells)} cells under a header of "
                              f"{len(header)} columns (rows of two sets of columns in one file)")
-        rows.append({k: _number(path, n, k, v) for k, v in zip(header, cells, strict=True)})
+        rows.append(row)
     return rows
+
+
+def check_eval_csv(path: Path) -> list[dict[str, Any]]:
+    """A resumed run's ``eval*.csv`` read before any training (:func:`read_eval_csv`: a
+    damaged file is a :class:`DamagedEvalCsv`, which says how to go on); a last line without
+    its newline (an append cut off by a stop or a full disk) is dropped from the file first,
+    and that is said, as the other readers of appended lines do."""
+    if path.is_file():
+        raw = path.read_bytes()
+        if raw and not raw.endswith(b"\n"):
+            keep = raw.rfind(b"\n") + 1
+            print(f"{path}: dropping a last line cut off in its write "
+                  f"({len(raw) - keep} bytes)", file=sys.stderr)
+            with atomic_path(path) as tmp:
+                tmp.write_bytes(raw[:keep])
+    try:
+        return read_eval_csv(path)
+    except DamagedEvalCsv as exc:
+        raise DamagedEvalCsv(f"{exc}; the file is damaged, and a resume does not write over "
+                             "it: move it away (the resumed run writes the checkpoint's "
+                             "evaluations anew) or mend it") from None
 
 
 def merged_evals(run_dir: Path, key: str = "samples") -> list[dict[str, Any]]:

@@ -26,7 +26,8 @@ history                ``history`` (the evaluation rows) and ``config_history`` 
                        resume with the settings it changed: :meth:`TrainerRun.resumed`), written
                        with ``config.json`` (:meth:`TrainerRun.open_output`)
 run output             ``output`` (:class:`~dragons_egg.experiments.common.runs.RunOutput`:
-                       ``eval.csv``, restored on resume, the learning curve, TensorBoard)
+                       ``eval.csv``, read against its schema and restored on resume, the
+                       learning curve, TensorBoard)
 command line           :meth:`TrainerRun.command`, both ``main``'s: a refused start is one line
                        and exit status 2, Ctrl-C one line (the resume command) and 130
 =====================  ==========================================================================
@@ -45,9 +46,11 @@ from typing import Any, ClassVar
 
 from dragons_egg.experiments.common.locks import FolderLock
 from dragons_egg.experiments.common.runs import (
+    DamagedEvalCsv,
     HeldInterrupts,
     RunInterrupted,
     RunOutput,
+    check_eval_csv,
     claim_run_dir,
     config_changes,
     interrupted_exit,
@@ -106,8 +109,10 @@ class TrainerRun:
         """``cfg`` validated (its ``ValueError`` names the setting), the run folder claimed
         (:func:`~dragons_egg.experiments.common.runs.claim_run_dir`: a new run, a resume in
         the checkpoint's own folder or in one with no run, or ``overwrite``) with its
-        :data:`SUBFOLDERS`; then the hold on Ctrl-C, the ``callbacks`` and an empty history
-        whose config history starts now."""
+        :data:`SUBFOLDERS`, a resume's ``eval.csv`` read against its schema (a damaged one is
+        a ``ValueError`` naming the file and line:
+        :func:`~dragons_egg.experiments.common.runs.check_eval_csv`); then the hold on Ctrl-C,
+        the ``callbacks`` and an empty history whose config history starts now."""
         cfg.validate()
         self.cfg = cfg
         self.run_dir = cfg.run_dir
@@ -119,6 +124,13 @@ class TrainerRun:
         claim_run_dir(self.run_dir, self.RUN_FILES, latest=self.latest_checkpoint,
                       resume=resume, overwrite=overwrite,
                       resume_flags=self.RESUME_FLAGS + folder_consent_flags(self.run_dir, cfg))
+        if resume is not None:  # a damaged eval.csv is refused before anything is built
+            try:
+                check_eval_csv(self.run_dir / "eval.csv")
+            except DamagedEvalCsv:
+                raise
+            except ValueError:  # rows of two sets of columns: open_output sets it aside
+                pass
         for sub in self.SUBFOLDERS:
             (self.run_dir / sub).mkdir(parents=True, exist_ok=True)
         #: Ctrl-C waits for the update in progress.
