@@ -28,7 +28,7 @@ from typing import Annotated, Any
 
 from dragons_egg.experiments.common.settings import flat_values, get_path, replace_paths
 
-from .files import atomic_path
+from .files import atomic_path, disk_error, disk_error_line, write_atomically, write_whole
 from .plots import save_png
 
 # ---------------------------------------------------------------------------------------
@@ -111,8 +111,8 @@ def write_run_config(run_dir: Path, cfg: Any, history: list[dict[str, Any]]) -> 
     """``config.json`` (the settings, exactly the fields of the dataclass, so that ``--config``
     reads it back) and ``config_history.json`` (when the run started and each resume, with
     the settings it changed) in the run folder."""
-    (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
-    (run_dir / "config_history.json").write_text(json.dumps(history, indent=1) + "\n")
+    write_atomically(run_dir / "config.json", json.dumps(dataclasses.asdict(cfg), indent=1))
+    write_atomically(run_dir / "config_history.json", json.dumps(history, indent=1) + "\n")
 
 
 # ---------------------------------------------------------------------------------------
@@ -438,6 +438,27 @@ def interrupted_exit(exc: KeyboardInterrupt, prog: str, resume_flags: str = "") 
     return 130
 
 
+def disk_full_exit(exc: BaseException, prog: str, last: Path | None, resume_flags: str = "",
+                   prefix: str = "error: ", kept: str = "") -> int:
+    """Say in one line (after ``prefix``) that the disk refused a trainer's write
+    (:func:`~.files.disk_error_line`: what it said and the file) and where the run's last
+    complete state is: its checkpoint ``last`` (whole: checkpoints take their name only once
+    written) and the command that resumes from it, ``prog --resume CHECKPOINT`` and
+    ``resume_flags``, as after a Ctrl-C; or that it has none (or ``kept``, what else to
+    say). Returns the exit status 1."""
+    err = disk_error(exc)
+    assert err is not None
+    if last is None:
+        line = disk_error_line(err, kept or "the run has no checkpoint yet, nothing to "
+                                            "resume: free space and start it again "
+                                            "(--overwrite replaces the files it wrote)")
+    else:
+        line = disk_error_line(err, f"the last complete checkpoint is {last}",
+                               f"{prog} --resume {shlex.quote(str(last))}{resume_flags}")
+    print(prefix + line, file=sys.stderr, flush=True)
+    return 1
+
+
 # ---------------------------------------------------------------------------------------
 # What a run writes: the evaluations (eval.csv), the learning curve, TensorBoard.
 
@@ -474,16 +495,18 @@ def append_eval_csv(path: Path, row: dict[str, Any]) -> None:
     with every column (:func:`write_eval_csv`), so that no value lands under another's header."""
     header: list[str] | None = None
     if path.is_file() and path.stat().st_size:
-        with open(path, newline="") as f:
+        with open(path, newline="", encoding="utf-8") as f:
             header = next(csv.reader(f), None)
     if header is not None and not set(row) <= set(header):
         write_eval_csv(path, [*read_eval_csv(path), row])
         return
-    with open(path, "a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=header or list(row), restval="")
-        if header is None:
-            w.writeheader()
-        w.writerow(_cells(row))
+    text = io.StringIO(newline="")
+    w = csv.DictWriter(text, fieldnames=header or list(row), restval="")
+    if header is None:
+        w.writeheader()
+    w.writerow(_cells(row))
+    with open(path, "ab", buffering=0) as f:  # the row whole or not at all (a full disk)
+        write_whole(f, text.getvalue().encode("utf-8"))
 
 
 def restore_eval_csv(path: Path, history: list[dict[str, Any]], samples: int,
@@ -629,8 +652,7 @@ def check_eval_csv(path: Path) -> list[dict[str, Any]]:
             keep = raw.rfind(b"\n") + 1
             print(f"{path}: dropping a last line cut off in its write "
                   f"({len(raw) - keep} bytes)", file=sys.stderr)
-            with atomic_path(path) as tmp:
-                tmp.write_bytes(raw[:keep])
+            os.truncate(path, keep)  # needs no space, unlike a copy
     try:
         return read_eval_csv(path)
     except DamagedEvalCsv as exc:

@@ -39,11 +39,11 @@ under the heuristic's here.
 The output folder holds the analysis's settings (:data:`SETTINGS`, written before the first
 deal) and every finished unit of work (:data:`DEALS_PER_TASK` deal sequences on the scalar
 engine, :data:`BATCH_DEALS` on the batched one), one JSON line
-each, appended as it finishes (:data:`PARTS`). A stop (Ctrl-C, a killed process) loses at most
-the units being played: ``--resume DIR`` plays the rest with the saved settings, and the
-results are those of an uninterrupted run. A folder that holds an analysis is never written
-over. At the end: ``summary.json``, ``report.md`` and one ``tribute_heatmaps_playK.png`` per
-play policy.
+each, appended whole as it finishes (:data:`PARTS`). A stop (Ctrl-C, a killed process, a full
+disk, said in one line) loses at most the units being played: ``--resume DIR`` plays the rest
+with the saved settings, and the results are those of an uninterrupted run. A folder that
+holds an analysis is never written over. At the end: ``summary.json``, ``report.md`` and one
+``tribute_heatmaps_playK.png`` per play policy.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import shlex
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -68,6 +69,12 @@ from dragons_egg.agents.heuristic import HeuristicAgent
 from dragons_egg.agents.runner import play_match
 from dragons_egg.agents.tribute_mix import TRIBUTE_POLICIES, TributeMix, tribute_actions
 from dragons_egg.experiments.common.args import int_range, rule_flag
+from dragons_egg.experiments.common.files import (
+    disk_error,
+    disk_error_line,
+    write_atomically,
+    write_whole,
+)
 from dragons_egg.experiments.common.locks import FolderBusy, FolderLock, FolderUnwritable
 from dragons_egg.experiments.common.runs import ignore_interrupts, stops_on_sigterm
 from dragons_egg.experiments.evaluation.tournament import deal_sequence, derive
@@ -463,7 +470,7 @@ def read_parts(out: Path, settings: TributeSettings | Mapping[str, Any]
     if lines[-1]:  # no newline at the end: the last write was cut off
         print(f"{path}: dropping a last line cut off in its write ({len(lines[-1])} bytes); "
               "its deal sequences are played again", file=sys.stderr)
-        path.write_bytes(raw[: len(raw) - len(lines[-1])])
+        os.truncate(path, len(raw) - len(lines[-1]))  # needs no space, unlike a copy
     starts = {(k, lo) for k in range(len(settings.plays))
               for lo in range(0, settings.deals, _unit_size(settings))}
     done: dict[tuple[int, int], dict[str, Any]] = {}
@@ -593,12 +600,11 @@ def play_all(settings: TributeSettings | Mapping[str, Any], out: Path, workers: 
             if (k, task.lo) not in done]
     bar = _progress(sum(t.hi - t.lo for _, t in todo), progress)
     try:
-        with (out / PARTS).open("a", encoding="utf-8") as f:
+        with (out / PARTS).open("ab", buffering=0) as f:
             for (k, task), part in zip(todo, _played([t for _, t in todo], workers), strict=True):
                 line = {"play": k, "lo": task.lo, "hi": task.hi, **_jsonable(part)}
                 line["digest"] = line_digest(line)  # damage is refused by line on resume
-                f.write(json.dumps(line) + "\n")
-                f.flush()
+                write_whole(f, (json.dumps(line) + "\n").encode())  # whole, or not at all
                 done[(k, task.lo)] = part
                 if bar:
                     bar.update(task.hi - task.lo)
@@ -631,13 +637,13 @@ def finish(settings: TributeSettings | Mapping[str, Any], out: Path,
                       "heatmaps": heatmap})
     text = (overview(settings, summaries, _rules_note(settings.rules)) + "\n"
             + "\n".join(sections))
-    (out / "report.md").write_text(text, encoding="utf-8")
+    write_atomically(out / "report.md", text)
     saved = settings.to_dict()
-    (out / SUMMARY).write_text(json.dumps({
+    write_atomically(out / SUMMARY, json.dumps({  # last: it says the analysis is finished
         "tribute": settings.tribute, "deals": settings.deals, "players": settings.players,
         "seed": settings.seed, "tribute_policies": saved["policies"],
         "command": settings.command, "engine": settings.engine, "rules": saved["rules"],
-        "plays": plays}, indent=1), encoding="utf-8")
+        "plays": plays}, indent=1))
     return text
 
 
@@ -706,20 +712,34 @@ def _play_and_report(args: argparse.Namespace, p: argparse.ArgumentParser,
             p.error(f"output folder {str(out)!r} already holds a tribute analysis: finish it "
                     f"with --resume {shlex.quote(str(out))}, or choose another --out")
         out.mkdir(parents=True, exist_ok=True)
-        (out / SETTINGS).write_text(json.dumps(settings.to_dict(), indent=1),
-                                    encoding="utf-8")
     elif (out / SUMMARY).exists():
         p.error(f"the analysis in {str(out)!r} is finished ({SUMMARY}); nothing to resume")
     total = settings.deals * len(settings.plays)
+    resume = f"{p.prog} --resume {shlex.quote(str(out))}"
     try:
+        if args.resume is None:
+            write_atomically(out / SETTINGS, json.dumps(settings.to_dict(), indent=1))
         done = play_all(settings, out, args.workers, not args.no_progress)
+        text = finish(settings, out, done)
     except AnalysisError as exc:
         p.error(str(exc))
     except KeyboardInterrupt:
         saved = sum(len(part["dragons"]) for part in read_parts(out, settings).values())
         p.exit(130, f"{p.prog}: interrupted; {saved} of {total} deal sequences are saved in "
-                    f"{out}; resume with: {p.prog} --resume {shlex.quote(str(out))}\n")
-    print(finish(settings, out, done))
+                    f"{out}; resume with: {resume}\n")
+    except OSError as exc:  # a full disk: one line, the units saved, the resume
+        err = disk_error(exc)
+        if err is None:
+            raise
+        if not (out / SETTINGS).is_file():
+            line = disk_error_line(err, "nothing is saved: free space and run the same "
+                                        "command again")
+        else:
+            saved = sum(len(part["dragons"]) for part in read_parts(out, settings).values())
+            line = disk_error_line(err, f"{saved} of {total} deal sequences are saved in "
+                                        f"{out / PARTS}", resume)
+        p.exit(1, f"{p.prog}: error: {line}\n")
+    print(text)
     return 0
 
 

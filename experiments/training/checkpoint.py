@@ -90,6 +90,34 @@ def state_digest(state: dict[str, Any]) -> str:
     return f"sha256:{h.hexdigest()}"
 
 
+def save_state(state: dict[str, Any], path: Path) -> Path:
+    """``state`` written to ``path`` with ``torch.save``, whole: through a temporary file of
+    this process's own (:func:`~dragons_egg.experiments.common.files.atomic_path`), named
+    ``latest.pt.tmp`` for ``latest.pt``, since torch names the archive's root folder after
+    the file it writes, and load errors quote that name (``latest.pt/data/0``).
+
+    Torch's writer says only that a write failed (a ``RuntimeError``: ``unexpected pos``),
+    not why; then the same checkpoint is written once more in Python, whose ``OSError`` says
+    why (a full disk: ``ENOSPC``) and is raised instead. Torch's error is raised when that
+    write succeeds. Either way ``path`` keeps the checkpoint it held."""
+    import io
+
+    import torch
+
+    from dragons_egg.experiments.common.files import atomic_path, write_whole
+
+    with atomic_path(path) as tmp:
+        try:
+            torch.save(state, tmp)
+        except RuntimeError:
+            buffer = io.BytesIO()
+            torch.save(state, buffer)
+            with open(tmp, "wb", buffering=0) as f:
+                write_whole(f, buffer.getbuffer())
+            raise
+    return path
+
+
 #: What ``--trust-checkpoint`` does (the flag of ``--resume`` and of ``ship``).
 TRUST_HELP = ("load a checkpoint written before checkpoints held only tensors and plain data: "
               "reading one unpickles Python objects, which runs any code stored in the file, "

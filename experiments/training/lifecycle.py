@@ -29,7 +29,9 @@ run output             ``output`` (:class:`~dragons_egg.experiments.common.runs.
                        ``eval.csv``, read against its schema and restored on resume, the
                        learning curve, TensorBoard)
 command line           :meth:`TrainerRun.command`, both ``main``'s: a refused start is one line
-                       and exit status 2, Ctrl-C one line (the resume command) and 130
+                       and exit status 2, Ctrl-C one line (the resume command) and 130, a
+                       full disk one line (the file, the last checkpoint, the resume command)
+                       and 1
 =====================  ==========================================================================
 
 A trainer adds how it learns (:meth:`TrainerRun.train`), its checkpoint format and what it
@@ -38,12 +40,14 @@ loads on resume, and when it evaluates and saves.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+from dragons_egg.experiments.common.files import disk_full
 from dragons_egg.experiments.common.locks import FolderLock
 from dragons_egg.experiments.common.runs import (
     DamagedEvalCsv,
@@ -53,6 +57,7 @@ from dragons_egg.experiments.common.runs import (
     check_eval_csv,
     claim_run_dir,
     config_changes,
+    disk_full_exit,
     interrupted_exit,
     resume_entry,
     start_entry,
@@ -121,18 +126,20 @@ class TrainerRun:
         self.lock = FolderLock(self.run_dir, "run folder").acquire()
         weakref.finalize(self, self.lock.release)
         # the resume it names needs --allow-code for that run's specs that run code
-        claim_run_dir(self.run_dir, self.RUN_FILES, latest=self.latest_checkpoint,
-                      resume=resume, overwrite=overwrite,
-                      resume_flags=self.RESUME_FLAGS + folder_consent_flags(self.run_dir, cfg))
-        if resume is not None:  # a damaged eval.csv is refused before anything is built
-            try:
-                check_eval_csv(self.run_dir / "eval.csv")
-            except DamagedEvalCsv:
-                raise
-            except ValueError:  # rows of two sets of columns: open_output sets it aside
-                pass
-        for sub in self.SUBFOLDERS:
-            (self.run_dir / sub).mkdir(parents=True, exist_ok=True)
+        with self.writes():
+            claim_run_dir(self.run_dir, self.RUN_FILES, latest=self.latest_checkpoint,
+                          resume=resume, overwrite=overwrite,
+                          resume_flags=self.RESUME_FLAGS + folder_consent_flags(self.run_dir,
+                                                                                cfg))
+            if resume is not None:  # a damaged eval.csv is refused before anything is built
+                try:
+                    check_eval_csv(self.run_dir / "eval.csv")
+                except DamagedEvalCsv:
+                    raise
+                except ValueError:  # rows of two sets of columns: open_output sets it aside
+                    pass
+            for sub in self.SUBFOLDERS:
+                (self.run_dir / sub).mkdir(parents=True, exist_ok=True)
         #: Ctrl-C waits for the update in progress.
         self.hold = HeldInterrupts("this update")
         #: The hooks on the run (:mod:`.callbacks`).
@@ -155,11 +162,12 @@ class TrainerRun:
         """The run's output (:class:`~dragons_egg.experiments.common.runs.RunOutput`,
         ``scalar`` for a trainer with a logger of its own): on resume ``eval.csv`` made to hold
         the history at ``count``; then ``config.json`` and ``config_history.json``."""
-        #: ``eval.csv``, the learning curve and TensorBoard's scalars.
-        self.output = RunOutput(self.run_dir, self.UNIT, scalar=scalar)
-        if resume:
-            self.output.restore(self.history, count)
-        write_run_config(self.run_dir, self.cfg, self.config_history)
+        with self.writes():
+            #: ``eval.csv``, the learning curve and TensorBoard's scalars.
+            self.output = RunOutput(self.run_dir, self.UNIT, scalar=scalar)
+            if resume:
+                self.output.restore(self.history, count)
+            write_run_config(self.run_dir, self.cfg, self.config_history)
 
     def run_started(self) -> None:
         """The run is built: ``on_run_start``."""
@@ -204,33 +212,64 @@ class TrainerRun:
         return ""
 
     # -- the command line ------------------------------------------------------------------
+    def resume_flags(self) -> str:
+        """What the command that resumes this run adds after ``--resume CHECKPOINT``:
+        :data:`RESUME_FLAGS`, then an ``--allow-code SPEC`` for each of its agent specs that
+        runs code (a checkpoint's settings cannot give consent: the resume gives it again)."""
+        return self.RESUME_FLAGS + consent_flags(agent_specs(self.cfg))
+
     @classmethod
     def command(cls, prog: str, start: Callable[[], TrainerRun]) -> int:
         """A trainer's ``main`` after parsing: the run ``start()`` builds, trained. A
         ``ValueError`` while it is built (a folder holding another run, a checkpoint that does
         not fit) is one line and exit status 2 (:data:`EXIT_ON_ERROR`), a Ctrl-C one line and
         130 (:func:`~dragons_egg.experiments.common.runs.interrupted_exit`, with the resume
-        command where a checkpoint was saved); else :meth:`done_line` and 0."""
+        command where a checkpoint was saved), a disk that refuses a write (full, over its
+        quota, failing: :func:`~dragons_egg.experiments.common.files.disk_error`) one line
+        and 1 (:func:`~dragons_egg.experiments.common.runs.disk_full_exit`: the file, the
+        run's last complete checkpoint and the command that resumes from it); else
+        :meth:`done_line` and 0."""
+        prefix = f"{prog}: error: " if cls.EXIT_ON_ERROR else "error: "
+        run: TrainerRun | None = None
         try:
             run = start()
+            final = run.train()
         except ValueError as exc:
+            if run is not None:
+                raise
             if cls.EXIT_ON_ERROR:
                 print(f"{prog}: error: {exc}", file=sys.stderr)
                 raise SystemExit(2) from None
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        except KeyboardInterrupt as exc:
-            return interrupted_exit(exc, prog, cls.RESUME_FLAGS)
-        try:
-            final = run.train()
         except KeyboardInterrupt as exc:  # train saved a checkpoint (RunInterrupted)
-            # a checkpoint's settings cannot give consent: the resume gives it again
-            return interrupted_exit(exc, prog,
-                                    cls.RESUME_FLAGS + consent_flags(agent_specs(run.cfg)))
+            return interrupted_exit(exc, prog, cls.RESUME_FLAGS if run is None
+                                    else run.resume_flags())
+        except OSError as exc:
+            if not disk_full(exc):
+                raise
+            run = run or getattr(exc, "trainer_run", None)  # one that failed as it was built
+            if run is None:
+                return disk_full_exit(exc, prog, None, prefix=prefix, kept="nothing was "
+                                      "trained: free space and run the same command again")
+            return disk_full_exit(exc, prog, run.latest_checkpoint(run.run_dir),
+                                  run.resume_flags(), prefix)
         line = run.done_line(final)
         if line:
             print(line)
         return 0
+
+    @contextlib.contextmanager
+    def writes(self) -> Iterator[None]:
+        """Within (the writes of a run being built): a disk that refuses a write is an
+        ``OSError`` that carries this run as ``trainer_run``, so that :meth:`command` names
+        its last checkpoint."""
+        try:
+            yield
+        except OSError as exc:
+            if disk_full(exc):
+                setattr(exc, "trainer_run", self)  # noqa: B010 - any OSError carries it
+            raise
 
 
 __all__ = ["TrainerRun"]

@@ -58,7 +58,7 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
-from dragons_egg.experiments.common.files import atomic_path
+from dragons_egg.experiments.common.files import write_atomically
 from dragons_egg.experiments.common.runs import (
     json_ready,
     resumed_settings,
@@ -72,6 +72,7 @@ from dragons_egg.experiments.training.checkpoint import (
     TRUST_HELP,
     load_checkpoint,
     plain_state,
+    save_state,
     state_digest,
 )
 from dragons_egg.experiments.training.distributed import (
@@ -321,7 +322,6 @@ class Run(TrainerRun):
         """Write ``checkpoints/latest.pt`` (a temporary file, renamed): tensors and plain data
         only (:func:`.checkpoint.plain_state`, so that it loads with ``weights_only=True``),
         with the digest of its contents (:func:`.checkpoint.state_digest`)."""
-        torch = self.learner.torch
         path = self.dir / "checkpoints" / "latest.pt"
         state = plain_state({
             "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION,
@@ -338,11 +338,9 @@ class Run(TrainerRun):
             # both entries, empty where the plug-in is off)
             "tribute_replay": {}, "tribute_table": {}, **self.learner.hook_states()})
         state["digest"] = state_digest(state)
-        # torch names the archive's root folder after the file it writes, and load errors
-        # quote that name: the temporary file (this process's own) is ``latest.pt.tmp``,
-        # which keeps it ``latest.pt``
-        with atomic_path(path) as tmp:
-            torch.save(state, tmp)
+        # whole, through this process's own latest.pt.tmp (the archive's root: latest.pt);
+        # a full disk is an OSError that says so
+        save_state(state, path)
         return self.checkpoint_written(path)
 
     def _load(self, path: Path, trust: bool = False) -> None:
@@ -619,7 +617,7 @@ class Run(TrainerRun):
                               self._provenance(), self.learner.table)
         budget = {**(self.budget or self.sample_budget()), "trained": self.samples,
                   "overshoot": max(self.samples - self.cfg.total_samples, 0)}
-        (self.dir / "summary.json").write_text(json.dumps(json_ready({
+        write_atomically(self.dir / "summary.json", json.dumps(json_ready({
             "samples": self.samples, "updates": self.updates, "seconds": self.seconds,
             "samples_per_s": self.samples / max(self.seconds, 1e-9),
             "eval_seconds": self.eval_seconds, "budget": budget,

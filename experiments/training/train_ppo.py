@@ -61,6 +61,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
+from dragons_egg.experiments.common.files import atomic_path, write_atomically
 from dragons_egg.experiments.common.runs import (
     json_ready,
     resumed_settings,
@@ -370,6 +371,14 @@ RUN_FILES = ("config.json", "config_history.json", "checkpoints", "snapshots", "
              "events.out.tfevents.*")
 
 
+def save_zip(model: Any, path: Path) -> Path:
+    """``model.save`` to ``path``, whole (a temporary file of this process's own, renamed:
+    :func:`~dragons_egg.experiments.common.files.atomic_path`)."""
+    with atomic_path(path) as tmp:
+        model.save(str(tmp))  # NAME.zip.tmp: a suffix, so SB3 adds no .zip
+    return path
+
+
 def latest_checkpoint(run_dir: Path) -> Path | None:
     """The checkpoint of ``run_dir`` with the most timesteps (``checkpoints/step_N.zip`` or
     ``final.zip``, as its ``.json`` records them; the newer file on a tie), if any."""
@@ -594,7 +603,7 @@ class SB3Run(TrainerRun):
         """Save the learner as ``snapshots/snap_<t>.zip``, keep the newest ``max_snapshots``
         of them in the pool and hand the pool to the training envs."""
         path = self.run_dir / "snapshots" / f"snap_{t}.zip"
-        self.model.save(str(path))
+        save_zip(self.model, path)
         self.snapshots.append(str(path))
         excess = len(self.snapshots) - self.cfg.max_snapshots
         if excess > 0:
@@ -606,11 +615,12 @@ class SB3Run(TrainerRun):
         """``checkpoints/<name>.zip`` and a ``.json`` beside it with the step count, the pool's
         snapshots, the evaluation history and the config; returns the ``.zip`` path."""
         path = self.run_dir / "checkpoints" / f"{name}.zip"
-        self.model.save(str(path))
+        save_zip(self.model, path)
         t = self.model.num_timesteps
         budget = None if self.budget is None else {
             **self.budget, "trained": t, "overshoot": max(t - self.cfg.total_timesteps, 0)}
-        path.with_suffix(".json").write_text(json.dumps(json_ready(
+        # the .json last: a checkpoint counts (latest_checkpoint) once both are whole
+        write_atomically(path.with_suffix(".json"), json.dumps(json_ready(
             {"num_timesteps": t, "snapshots": self.snapshots, "history": self.history,
              "config": dataclasses.asdict(self.cfg), "config_history": self.config_history,
              "budget": budget}), indent=1))
@@ -621,7 +631,7 @@ class SB3Run(TrainerRun):
         SB3 logger (``eval/...``), ``eval.csv`` and stderr."""
         model = self.model
         path = self.run_dir / "snapshots" / "eval_current.zip"
-        model.save(str(path))
+        save_zip(model, path)
         res = self.record_eval({
             "timesteps": model.num_timesteps, "seconds": round(time.time() - self.start, 1),
             **evaluate(path, self.cfg, seed=self.cfg.seed + 7919)})

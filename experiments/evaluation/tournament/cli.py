@@ -17,7 +17,12 @@ from pathlib import Path
 from dragons_egg.agents import AgentSpecError
 from dragons_egg.agents.consent import CONSENT_FLAG, check_consent, runs_code
 from dragons_egg.experiments.common.args import positive_float, rule_flag, table_size
-from dragons_egg.experiments.common.files import write_atomically
+from dragons_egg.experiments.common.files import (
+    disk_error,
+    disk_error_line,
+    disk_full,
+    write_atomically,
+)
 from dragons_egg.experiments.common.locks import FolderLock
 from dragons_egg.experiments.common.runs import stops_on_sigterm
 from dragons_egg_env.config import ConfigError, int_range
@@ -26,6 +31,7 @@ from dragons_egg_env.extras import require_cli
 from .compare import CompareError, compare_tournaments
 from .config import MAX_MATCHES, ON_AGENT_ERROR, TournamentConfig, describe_agents
 from .output import (
+    RESULTS,
     OutputError,
     SavedRun,
     check_out_dir,
@@ -153,9 +159,36 @@ def _saved_line(exc: BaseException, prog: str) -> str:
     saved = getattr(exc, "tournament_saved", None)
     if not isinstance(saved, SavedRun):
         return ""
-    return (f"{saved.finished} of {saved.planned} matches are saved in {saved.out_dir} with a "
-            f"partial report; resume with: {prog} --resume {shlex.quote(saved.out_dir)}"
-            + _consent_flags(saved.out_dir))
+    return f"{_kept(saved)}; resume with: {_resume_command(saved.out_dir, prog)}"
+
+
+def _kept(saved: SavedRun) -> str:
+    """Where a stopped tournament's finished matches are."""
+    if saved.report:
+        return (f"{saved.finished} of {saved.planned} matches are saved in {saved.out_dir} "
+                "with a partial report")
+    return (f"{saved.finished} of {saved.planned} matches are saved in "
+            f"{Path(saved.out_dir) / RESULTS}")
+
+
+def _resume_command(out_dir: str, prog: str) -> str:
+    return f"{prog} --resume {shlex.quote(out_dir)}" + _consent_flags(out_dir)
+
+
+def _disk_line(exc: BaseException, tc: TournamentConfig, prog: str) -> str:
+    """One line on a disk that refused a write (:func:`.files.disk_error_line`): the file,
+    the matches saved and the resume command; or, when the folder holds no tournament yet
+    (its ``config.json`` could not be written), that nothing is saved."""
+    err = disk_error(exc)
+    assert err is not None
+    saved = getattr(exc, "tournament_saved", None)
+    out = tc.out_dir or ""
+    if not (Path(out) / "config.json").is_file():
+        return disk_error_line(err, f"no match is saved in {out}: free space and run the "
+                                    "same command again")
+    kept = (_kept(saved) if isinstance(saved, SavedRun)
+            else f"the finished matches are saved in {Path(out) / RESULTS}")
+    return disk_error_line(err, kept, _resume_command(out, prog))
 
 
 def _consent_flags(out_dir: str) -> str:
@@ -178,7 +211,8 @@ def run_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     agent. Without the ``experiments`` extra it prints one line naming it and exits with
     status 2 first. A run that stops early keeps its finished matches and a partial report and
     says, in one line, where they are and how to resume: Ctrl-C exits with status 130, an agent
-    failing with ``--on-agent-error stop`` or a worker that dies with status 1."""
+    failing with ``--on-agent-error stop``, a worker that dies or a disk that refuses a write
+    (full, over its quota, failing: the line names the file) with status 1."""
     parser = _command_parser(parser, args)
     require_cli(parser.prog, "experiments")  # ratings, progress bar, plots: before any match
     resume = args.resume is not None
@@ -216,6 +250,10 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser, tc: Tourname
     except (AgentSpecError, OutputError) as exc:  # an agent that fails to build in a match
         saved = _saved_line(exc, parser.prog)
         parser.error(f"{exc}; {saved}" if saved else str(exc))
+    except OSError as exc:  # a full disk: what is saved, and the resume
+        if not disk_full(exc):
+            raise
+        parser.exit(1, f"{parser.prog}: error: {_disk_line(exc, tc, parser.prog)}\n")
     print(markdown_report(tc, summary, []))
     if summary.forfeits:
         print(f"{len(summary.forfeits)} matches were forfeited by an agent that failed: "

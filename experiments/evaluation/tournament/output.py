@@ -24,7 +24,13 @@ from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from dragons_egg.experiments.common.files import atomic_path, write_atomically
+from dragons_egg.experiments.common.files import (
+    atomic_path,
+    disk_full,
+    write_atomically,
+    write_whole,
+    writing,
+)
 from dragons_egg.experiments.common.locks import FolderBusy, FolderLock, FolderUnwritable
 from dragons_egg_env.config import ConfigError, RulesConfig
 from dragons_egg_env.extras import require
@@ -347,7 +353,7 @@ class _Log:
             if self.cut is not None:  # drop an unfinished last line before appending
                 os.truncate(path, self.cut)
                 self.cut = None
-            self.file = open(path, "a", encoding="utf-8")
+            self.file = open(path, "ab", buffering=0)
             return
         if self.overwrite:
             for name in OUTPUT_FILES:
@@ -355,7 +361,7 @@ class _Log:
             for old in (self.out / REPLAYS).glob("seq*-rot*.json"):
                 old.unlink()
         write_atomically(self.out / "config.json", json.dumps(self.tc.to_json(), indent=1))
-        self.file = open(path, "w", encoding="utf-8")
+        self.file = open(path, "wb", buffering=0)
 
     def keep_replay(self, r: dict[str, Any]) -> dict[str, Any]:
         """A forfeit's replay saved in :data:`REPLAYS`, its path in the record."""
@@ -372,16 +378,18 @@ class _Log:
         self.open()
         r = {**self.keep_replay(r), "sitting": self.sitting}
         r["digest"] = line_digest(r)  # of the line as written: damage is refused by line
-        self.file.write(json.dumps(r) + "\n")
-        self.file.flush()
+        # the line whole or not at all: a full disk leaves the file at its last whole line
+        write_whole(self.file, (json.dumps(r) + "\n").encode())
         self.results.append(r)
 
     def close(self) -> None:
         if self.file is not None:
-            self.file.flush()
-            os.fsync(self.file.fileno())
-            self.file.close()
-            self.file = None
+            file, self.file = self.file, None
+            try:
+                with writing(self.out / RESULTS):
+                    os.fsync(file.fileno())
+            finally:
+                file.close()
 
     def finish(self) -> TournamentResult:
         """Close ``results.jsonl`` and write ``summary.json``, ``report.md`` and the plots
@@ -406,14 +414,26 @@ class _Log:
         if isinstance(exc, AgentFailed):
             exc.record = self.keep_replay(exc.record)
             exc.record["forfeit"]["replay"] = str(self.out / exc.record["forfeit"]["replay"])
-        if self.file is None and not self.resume and not isinstance(
+        full = disk_full(exc)
+        if self.file is None and not self.resume and not full and not isinstance(
                 exc, (KeyboardInterrupt, TournamentStopped)):
             return  # a mistake before any match finished: nothing to keep
+        report = False
         try:
             self.finish()
+            report = True
+        except BaseException as late:
+            if not (full and disk_full(late)):
+                self.saved(late, False)
+                raise
+            # the disk that stopped the run refused the report too: the matches are kept
         finally:
-            setattr(exc, "tournament_saved",  # noqa: B010 - any exception carries it
-                    SavedRun(str(self.out), len(self.results), self.planned))
+            self.saved(exc, report)
+
+    def saved(self, exc: BaseException, report: bool = True) -> None:
+        """Note on ``exc`` where the finished matches are (:class:`SavedRun`)."""
+        setattr(exc, "tournament_saved",  # noqa: B010 - any exception carries it
+                SavedRun(str(self.out), len(self.results), self.planned, report))
 
 
 @dataclass(frozen=True)
@@ -424,6 +444,8 @@ class SavedRun:
     out_dir: str
     finished: int
     planned: int
+    #: Whether a (partial) report of them was written (not on a disk that refused it).
+    report: bool = True
 
 
 def run_tournament(tc: TournamentConfig, progress: bool = True,
@@ -468,9 +490,8 @@ def run_tournament(tc: TournamentConfig, progress: bool = True,
             raise
         try:
             return log.finish()
-        except BaseException as exc:  # Ctrl-C while the report is written: matches are kept
-            setattr(exc, "tournament_saved",  # noqa: B010 - any exception carries it
-                    SavedRun(str(log.out), len(log.results), log.planned))
+        except BaseException as exc:  # Ctrl-C, a full disk while the report is written:
+            log.saved(exc, False)     # the matches are kept
             raise
     finally:
         lock.release()

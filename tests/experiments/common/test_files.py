@@ -68,3 +68,83 @@ def test_two_writers_of_one_path_never_share_a_temporary_file(tmp_path: Path,
             third.write_bytes(b"third")
     assert path.read_bytes() == b"first"
     assert list(tmp_path.iterdir()) == [path]
+
+
+def _enospc() -> OSError:
+    import errno
+
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_a_line_is_appended_whole_or_not_at_all(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 47 (a full disk): ``write_whole`` appends a line to a file of lines; a disk that
+    takes part of it and then refuses the rest leaves the file at its last whole line, and
+    the error names the file."""
+    path = tmp_path / "results.jsonl"
+    with open(path, "ab", buffering=0) as f:
+        files.write_whole(f, b'{"a": 1}\n')
+        real = os.write
+
+        def half(fd: int, data: bytes) -> int:  # takes 3 bytes, then the disk is full
+            monkeypatch.setattr(os, "write", lambda fd, data: (_ for _ in ()).throw(_enospc()))
+            return real(fd, bytes(data[:3]))
+
+        monkeypatch.setattr(os, "write", half)
+        with pytest.raises(OSError) as exc:
+            files.write_whole(f, b'{"b": 2}\n')
+        monkeypatch.undo()
+    assert exc.value.filename == str(path) and files.disk_full(exc.value)
+    assert path.read_bytes() == b'{"a": 1}\n'
+
+
+@pytest.mark.parametrize("where", ["block", "fsync", "rename"])
+def test_a_refused_atomic_write_names_the_file_and_keeps_the_old_one(
+        where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write the disk refuses in the block, when the file is synced (a quota, an I/O error
+    that shows late) or at the rename: the error names the file (not its temporary one), the
+    old file is whole and no temporary file is left."""
+    path = tmp_path / "summary.json"
+    files.write_atomically(path, "old")
+    if where == "fsync":
+        monkeypatch.setattr(os, "fsync", lambda fd: (_ for _ in ()).throw(_enospc()))
+    if where == "rename":
+        def replace(src: str, dst: str) -> None:
+            raise OSError(28, os.strerror(28), str(src), None, str(dst))
+        monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OSError) as exc:
+        with files.atomic_path(path) as tmp:
+            tmp.write_text("new")
+            if where == "block":
+                with open(tmp, "ab", buffering=0) as f:
+                    monkeypatch.setattr(os, "write",
+                                        lambda fd, data: (_ for _ in ()).throw(_enospc()))
+                    files.write_whole(f, b"more")
+    monkeypatch.undo()
+    assert exc.value.filename == str(path) and exc.value.errno == 28
+    assert str(exc.value) == f"[Errno 28] No space left on device: '{path}'"
+    assert path.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == \
+        ["summary.json"]
+
+
+def test_disk_error_finds_the_disk_behind_an_error_and_says_it_in_one_line() -> None:
+    import errno
+
+    full = _enospc()
+    full.filename = "/runs/x/checkpoints/latest.pt"
+    try:
+        try:
+            raise full
+        except OSError as exc:
+            raise RuntimeError("while cleaning up") from exc
+    except RuntimeError as late:
+        assert files.disk_error(late) is full
+    hidden = ValueError("said otherwise")
+    hidden.__context__, hidden.__suppress_context__ = full, True  # raise ... from None
+    assert files.disk_error(hidden) is None
+    assert not files.disk_full(FileNotFoundError(errno.ENOENT, "no such file"))
+    assert files.disk_full(OSError(errno.EIO, "I/O")) and files.disk_full(
+        OSError(errno.EDQUOT, "quota"))
+    assert files.disk_error_line(full, "the last complete checkpoint is A", "train --resume A") \
+        == ("no space left on device (ENOSPC) while writing /runs/x/checkpoints/latest.pt: "
+            "the last complete checkpoint is A; resume with: train --resume A")
