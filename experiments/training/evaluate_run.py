@@ -31,7 +31,7 @@ from dragons_egg.experiments.common.args import int_range
 from dragons_egg.experiments.common.runs import append_eval_csv, read_eval_csv, redraw_curve
 from dragons_egg.experiments.evaluation.versus import evaluate_agent, format_estimate
 from dragons_egg.experiments.training.scaffold import tournament_flags
-from dragons_egg.experiments.training.settings import SelfPlayConfig
+from dragons_egg.experiments.training.settings import unparsed_config
 from dragons_egg_env.extras import require_cli
 
 
@@ -75,10 +75,11 @@ def evaluate_run(run_dir: Path, opponent: str, matches: int, workers: int, seed:
     cfg_path = run_dir / "config.json"
     if not cfg_path.is_file():
         raise ValueError(f"{run_dir} is not a self-play run folder (no config.json)")
-    try:  # a run's settings of before the rules and the groups read as today's
-        run_cfg = SelfPlayConfig.from_dict(json.loads(cfg_path.read_text()))
+    try:  # read as today's, its agent specs not parsed: what the folder names is not consent
+        run_cfg = unparsed_config(json.loads(cfg_path.read_text()), str(cfg_path))
     except ValueError as exc:
-        raise ValueError(f"{cfg_path}: {exc}") from None
+        raise ValueError(f"{cfg_path}: {exc}" if str(cfg_path) not in str(exc)
+                         else str(exc)) from None
     rules = run_cfg.rules
     own = rules.num_players
     n = own if players is None else players

@@ -64,7 +64,7 @@ from dragons_egg.experiments.common.runs import (
     resumed_settings,
     stops_on_sigterm,
 )
-from dragons_egg.experiments.common.settings import checks_deferred, migrated, module_prog
+from dragons_egg.experiments.common.settings import module_prog
 from dragons_egg.experiments.training.callbacks import TrainerCallback
 from dragons_egg.experiments.training.checkpoint import (
     CHECKPOINT_FORMAT,
@@ -100,6 +100,7 @@ from dragons_egg.experiments.training.scaffold import (
 from dragons_egg.experiments.training.settings import (
     SelfPlayConfig,
     league_agent,
+    unparsed_config,
 )
 
 #: Settings a resumed run cannot change, with the reason: the checkpoint's weights, optimiser
@@ -163,17 +164,7 @@ def saved_config(state: dict[str, Any], path: str | Path) -> SelfPlayConfig:
     have. Their types are checked, not their agent specs, which are not parsed (parsing a
     ``MODULE:CLASS`` spec imports its module; :func:`resumed_config` asks for consent first,
     and a run checks the settings it runs with)."""
-    try:
-        data = migrated(SelfPlayConfig, state["config"])  # rules, then the groups
-    except ValueError as exc:
-        raise ValueError(f"checkpoint {path}: {exc}") from None
-    known = {f.name for f in dataclasses.fields(SelfPlayConfig)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ValueError(f"checkpoint {path} has settings this version does not know: "
-                         f"{', '.join(unknown)}")
-    with checks_deferred():
-        return config_from_dict(data)
+    return unparsed_config(state["config"], f"checkpoint {path}")
 
 
 def resumed_config(checkpoint: str | Path, parsed: SelfPlayConfig,
@@ -203,7 +194,7 @@ def export_checkpoint(path: str | Path, dest: str | Path, command: str = "",
     :func:`.checkpoint.load_checkpoint` (``trust`` for one of the old format); weights that
     are not finite are refused."""
     state = load_checkpoint(path, trust)
-    cfg = config_from_dict(state["config"])
+    cfg = unparsed_config(state["config"], f"checkpoint {path}")  # no agent of it is made
     model = build_network(cfg)
     model.load_state_dict(state["model"])
     prov = {"trainer": "dragons_egg.experiments.training.selfplay", "command": command,

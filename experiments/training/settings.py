@@ -30,6 +30,8 @@ from dragons_egg.experiments.common.settings import (
     SettingsGroup,
     check_all,
     check_range,
+    checks_deferred,
+    migrated,
     require,
 )
 from dragons_egg.experiments.training.callbacks import TrainerCallback
@@ -339,5 +341,28 @@ def league_agent(spec: str, seed: int, cfg: SelfPlayConfig) -> Agent:
     return agent
 
 
+def unparsed_config(data: Any, where: str) -> SelfPlayConfig:
+    """The self-play settings ``data`` (their JSON form, as a checkpoint or a run folder's
+    ``config.json`` saved them) read as this version's: settings added since take their
+    defaults, those of before the run held its rules read as ``rules``
+    (:func:`migrate_rules`); a ``ValueError`` that starts with ``where`` for a setting this
+    version does not have. Their types are checked, not their agent specs, which are not
+    parsed: parsing a ``MODULE:CLASS`` spec imports its module, and what a file names is not
+    the user's consent (a resume asks for it first; shipping a checkpoint or evaluating a
+    run's policies makes none of its agents)."""
+    try:
+        data = migrated(SelfPlayConfig, data)  # rules, then the groups
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    known = {f.name for f in dataclasses.fields(SelfPlayConfig)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"{where} has settings this version does not know: "
+                         f"{', '.join(unknown)}")
+    with checks_deferred():
+        return SelfPlayConfig.from_dict(data)
+
+
 __all__ = ["CollectionSettings", "LEGACY_RULE_SETTINGS", "LeagueSettings", "PPOSettings",
-           "SelfPlayConfig", "league_agent", "migrate_rules", "ray_available"]
+           "SelfPlayConfig", "league_agent", "migrate_rules", "ray_available",
+           "unparsed_config"]

@@ -296,3 +296,31 @@ def test_a_taken_run_folder_names_the_consent_its_resume_needs(code, tmp_path, c
     err = capsys.readouterr().err
     assert f"--resume {folder / 'checkpoints' / 'latest.pt'} --trust-me --allow-code {spec}," \
         in err, err
+
+
+# ---------------------------------------------------------------------------------------
+# Commands that read a run's settings and make none of its agents.
+
+@pytest.mark.parametrize("kind", ["module", "trust"])
+def test_ship_and_evaluate_run_make_none_of_the_agents_a_run_names(selfplay_checkpoint, code,
+                                                                   tmp_path, capsys, kind):
+    """``dragons-egg ship CHECKPOINT`` and ``dragons-egg evaluate-run DIR`` read the run's
+    settings for its rules and network, and play none of its agents; they no longer parse
+    its agent specs, so a spec that runs code in a checkpoint or a run folder's
+    ``config.json`` neither runs nor needs consent. Before: both parsed the settings whole,
+    and ``MODULE:CLASS`` imported its module (the marker was written)."""
+    from dragons_egg.experiments.training import evaluate_run, ship
+
+    spec = code[0] if kind == "module" else code[1]
+    ckpt = _forged(selfplay_checkpoint, tmp_path, eval_opponents=[spec],
+                   league={"league_agents": [spec]})
+    policy = ckpt.parent.parent / "policies" / "policy_0.npz"
+    policy.parent.mkdir()
+    assert ship.main([str(ckpt), "--dest", str(policy)]) == 0
+    assert not code[2].exists(), "ship ran the spec's code"
+    assert evaluate_run.main([str(ckpt.parent.parent), "--opponent", "random", "--matches",
+                              "1", "--players", "2"]) == 0
+    assert not code[2].exists(), "evaluate-run ran the spec's code"
+    rows = (ckpt.parent.parent / "eval_random-2p.csv").read_text().splitlines()
+    assert rows[0].startswith("samples,") and rows[1].startswith("0,"), rows
+    capsys.readouterr()
