@@ -42,7 +42,9 @@ import functools
 import hashlib
 import json
 import math
+import os
 import re
+import secrets
 import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -272,11 +274,19 @@ class NetPolicy:
                                       "version": POLICY_VERSION, "heads": list(self.heads)}))
         meta["digest"] = policy_digest(arrays, meta)
         arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "wb") as f:
-            # (numpy's stub would also let **arrays fill allow_pickle; the keys are names)
-            np.savez_compressed(f, **arrays)  # type: ignore[arg-type]
-        tmp.replace(path)
+        # a temporary file of this call's own, on the disk before it takes the name: two
+        # writers never share one, and readers see the old file or the new one
+        tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(6)}.tmp")
+        try:
+            with open(tmp, "xb") as f:
+                # (numpy's stub would also let **arrays fill allow_pickle; the keys are names)
+                np.savez_compressed(f, **arrays)  # type: ignore[arg-type]
+                f.flush()
+                os.fsync(f.fileno())
+            tmp.replace(path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         return path
 
 

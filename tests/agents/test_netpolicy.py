@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dragons_egg.agents.netpolicy import NetPolicy, cached_policy
+from dragons_egg.agents.netpolicy import NetPolicy, cached_policy, load_policy_file
 from dragons_egg.agents.ppo import SHIPPED
 from dragons_egg_env import dragons_egg_v0
 from dragons_egg_env.actions import NUM_ACTIONS
@@ -61,3 +61,25 @@ def test_larger_observation_and_bad_lengths_are_clear_errors():
     batch = np.stack([ok["observation"]] * 3)
     assert small.logits(batch, np.stack([ok["action_mask"]] * 3)).shape == (3, NUM_ACTIONS)
     assert small.value(batch).shape == (3,)
+
+
+def test_save_writes_through_a_temporary_file_of_its_own(tmp_path, monkeypatch):
+    """Issue 47: the temporary file was the fixed ``NAME.tmp`` (another writer's, or one left
+    behind, was written over or stopped the save: here a folder of that name), and was not
+    on the disk before it took the name. Now each save has its own, and a failed save leaves
+    neither a temporary file nor a changed policy file."""
+    path = tmp_path / "p.npz"
+    (tmp_path / "p.npz.tmp").mkdir()  # what a fixed temporary name runs into
+    _policy(4).save(path)
+    again = load_policy_file(path)
+    assert again.meta["digest"]
+    before = path.read_bytes()
+
+    def fails(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "savez_compressed", fails)
+    with pytest.raises(OSError, match="No space"):
+        _policy(4, hidden=16).save(path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.npz", "p.npz.tmp"]
