@@ -61,6 +61,8 @@ DELEGATED: dict[str, Delegated] = {
                            "train with SB3 MaskablePPO and self-play"),
     "train-rllib": Delegated(_M + "training.train_rllib",
                              "self-play PPO on Ray RLlib with a league"),
+    "exploit": Delegated(_M + "training.exploit",
+                         "approximate exploitability: a learned best response to an agent"),
     "ship": Delegated(_M + "training.ship",
                       "write a checkpoint as a policy file with its provenance"),
     "evaluate-run": Delegated(_M + "training.evaluate_run",

@@ -163,7 +163,8 @@ class Collector:
 
     def draw_owners(self, e: int, rows: np.ndarray, league: int) -> None:
         """Seats of fresh matches: each a league member (one of ``league``, uniformly) with
-        probability ``opponent_share``, but at least one learner seat per match."""
+        probability ``opponent_share``, but at least one learner seat per match (at
+        ``opponent_share`` 1 exactly one, at a seat drawn uniformly)."""
         own = self.owner[e]
         if not league or not self.cfg.league.opponent_share or not len(rows):
             own[rows] = 0

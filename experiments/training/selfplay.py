@@ -385,8 +385,30 @@ class Run(TrainerRun):
         return snapshot_fns(self._snap_policies) + self._agent_fns
 
     def _league_agent_fns(self) -> list[Any]:
-        return [league_agent(spec, self.cfg.seed * 1000 + k, self.cfg).act_batch
-                for k, spec in enumerate(self.cfg.league.league_agents)]
+        """The league agents' batch functions: a deterministic policy file's argmax over all
+        its rows in one call (:func:`dragons_egg.agents.batched.batch_policy`, the actions of
+        its ``act``), else the agent's own ``act_batch``."""
+        from dragons_egg.agents.batched import batch_policy
+
+        fns = []
+        for k, spec in enumerate(self.cfg.league.league_agents):
+            seed = self.cfg.seed * 1000 + k
+            fn = batch_policy(spec, self.cfg.table_rules(self.cfg.max_players), seed)
+            fns.append(fn if fn is not None else league_agent(spec, seed, self.cfg).act_batch)
+        return fns
+
+    def restart_collection(self) -> None:
+        """Fresh matches from here, as a resume at this point starts them: the collector
+        made again with the seed of the updates so far and the league agents made again with
+        theirs, so that a run driven in stages (:mod:`.exploit`) and resumed from the
+        checkpoint of a stage's end trains exactly as one that went on without stopping.
+        Only for collection in this process."""
+        if self.remote is not None:
+            raise ValueError("restart_collection collects in this process (collectors 0)")
+        self._agent_fns = self._league_agent_fns()
+        self.collector = Collector(self.cfg, collector_seed(self.cfg.seed, self.updates, 0))
+        self._sync_league()
+        self.collector.start()
 
     def _add_snapshot(self) -> None:
         path = self.dir / "policies" / f"snapshot_{self.samples}.npz"
@@ -413,6 +435,8 @@ class Run(TrainerRun):
         """How far past ``total_samples`` the run will go from here: it updates after whole
         rollouts of ``rollout_steps`` steps of every match, all of them learner decisions
         without a league (``opponent_share`` 0), so it trains a whole number of rollouts.
+        (At ``opponent_share`` 1 a match has one learner seat, and a rollout about
+        ``1 / table size`` of its decisions.)
         With a league a rollout holds fewer learner decisions, a number drawn with its seats,
         and ``will_train`` and ``overshoot`` are ``None``."""
         cfg = self.cfg

@@ -169,7 +169,8 @@ class CollectionSettings(SettingsGroup):
 class LeagueSettings(SettingsGroup):
     """Who plays the seats the learner does not (``league``)."""
 
-    #: Share of seats played by the league (0: pure self-play).
+    #: Share of seats played by the league (0: pure self-play; 1: every seat but one, the
+    #: learner's drawn uniformly, as a best response against a fixed agent plays).
     opponent_share: float = 0.0
     #: Agent specs that are members of the league besides the snapshots, drawn as often as
     #: each snapshot: memoryless agents only (``heuristic``, ``greedy``, ``random``,
@@ -181,8 +182,8 @@ class LeagueSettings(SettingsGroup):
 
     def check(self) -> None:
         super().check()
-        check_range(0 <= self.opponent_share < 1, "opponent_share", self.opponent_share,
-                    "in [0, 1)")
+        check_range(0 <= self.opponent_share <= 1, "opponent_share", self.opponent_share,
+                    "in [0, 1]")
         check_range(self.snapshot_every >= 0, "snapshot_every", self.snapshot_every, ">= 0")
         check_range(self.max_snapshots >= 1, "max_snapshots", self.max_snapshots, ">= 1")
         if self.league_agents:

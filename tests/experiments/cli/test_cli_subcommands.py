@@ -20,6 +20,7 @@ EXPECTED = {
     "train": "dragons_egg.experiments.training.selfplay",
     "train-sb3": "dragons_egg.experiments.training.train_ppo",
     "train-rllib": "dragons_egg.experiments.training.train_rllib",
+    "exploit": "dragons_egg.experiments.training.exploit",
     "ship": "dragons_egg.experiments.training.ship",
     "evaluate-run": "dragons_egg.experiments.training.evaluate_run",
     "search-targets": "dragons_egg.experiments.training.search_targets",
