@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sys
 import time
@@ -36,6 +37,21 @@ class FolderBusy(ValueError):
 
 class FolderUnwritable(ValueError):
     """The folder cannot be made or written (the message names it and why)."""
+
+
+def left_behind(folder: Path) -> list[Path]:
+    """Remove the temporary folders (``.tmp-<pid>-<random>/``, of
+    :func:`~dragons_egg.experiments.common.files.atomic_path`) that another process left in
+    ``folder`` or a folder in it, and return them: a writer killed at once (SIGKILL, the
+    kernel's OOM killer) leaves its temporary folder behind. Called once the lock of
+    ``folder`` is taken, when no other process writes there."""
+    own = f".tmp-{os.getpid()}-"
+    gone = []
+    for tmp in [*folder.glob(".tmp-*"), *folder.glob("*/.tmp-*")]:
+        if tmp.is_dir() and not tmp.is_symlink() and not tmp.name.startswith(own):
+            shutil.rmtree(tmp, ignore_errors=True)
+            gone.append(tmp)
+    return gone
 
 
 class FolderLock:
@@ -77,6 +93,7 @@ class FolderLock:
                   "since": time.strftime("%Y-%m-%d %H:%M:%S"),
                   "command": " ".join(sys.argv)[:500]}
         (self.folder / HOLDER).write_text(json.dumps(record) + "\n", encoding="utf-8")
+        left_behind(self.folder)
         return self
 
     def holder(self) -> str:

@@ -107,3 +107,39 @@ def test_overwrite_and_resume_of_a_folder_in_use_are_refused(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+KILLED_WRITER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from dragons_egg.experiments.common.files import atomic_path
+    from dragons_egg.experiments.common.locks import FolderLock
+    FolderLock(sys.argv[1]).acquire()
+    with atomic_path(Path(sys.argv[1]) / "checkpoints" / "latest.pt") as tmp:
+        tmp.write_bytes(b"half a checkpoint")
+        print("writing", flush=True)
+        time.sleep(60)
+""")
+
+
+def test_the_next_writer_removes_the_temporary_files_of_a_killed_one(tmp_path):
+    """Issue 47: a writer killed at once (SIGKILL) left its temporary folder (with a part of
+    a checkpoint) in the run folder for good. The next process to take the folder's lock
+    removes it, and nothing else."""
+    f = tmp_path / "f"
+    (f / "checkpoints").mkdir(parents=True)
+    (f / "checkpoints" / "latest.pt").write_bytes(b"the last whole checkpoint")
+    (f / ".tmp-notes").write_text("a user's file, not a folder: kept")
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(f)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "writing"
+    finally:
+        proc.kill()
+        proc.wait()
+    left = list((f / "checkpoints").glob(".tmp-*"))
+    assert len(left) == 1 and left[0].name.startswith(f".tmp-{proc.pid}-")
+    with FolderLock(f):
+        assert list(f.rglob(".tmp-*/*")) == []
+        assert (f / "checkpoints" / "latest.pt").read_bytes() == b"the last whole checkpoint"
+        assert (f / ".tmp-notes").is_file()
