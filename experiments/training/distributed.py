@@ -98,7 +98,7 @@ class CollectorWorker:
                  in_ray: bool = False) -> None:
         from dragons_egg.experiments.training.network import build_network
         from dragons_egg.experiments.training.rollout import ActingPolicy, Collector
-        from dragons_egg.experiments.training.settings import SelfPlayConfig, league_agent
+        from dragons_egg.experiments.training.settings import SelfPlayConfig, league_fns
 
         cfg = SelfPlayConfig.from_dict(config)
         import torch
@@ -110,8 +110,7 @@ class CollectorWorker:
         self.in_ray = in_ray
         self.collector = Collector(cfg, collector_seed(cfg.seed, updates, index))
         self.policy = ActingPolicy(build_network(cfg), acting_seed(cfg.seed, updates, index))
-        self.agent_fns = [league_agent(spec, cfg.seed * 1000 + k, cfg).act_batch
-                          for k, spec in enumerate(cfg.league.league_agents)]
+        self.agent_fns = league_fns(cfg)
         self.snap_fns: list[Any] = []
         self.league_version = -1
         self.started = False

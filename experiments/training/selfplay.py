@@ -99,7 +99,7 @@ from dragons_egg.experiments.training.scaffold import (
 )
 from dragons_egg.experiments.training.settings import (
     SelfPlayConfig,
-    league_agent,
+    league_fns,
     unparsed_config,
 )
 
@@ -385,17 +385,7 @@ class Run(TrainerRun):
         return snapshot_fns(self._snap_policies) + self._agent_fns
 
     def _league_agent_fns(self) -> list[Any]:
-        """The league agents' batch functions: a deterministic policy file's argmax over all
-        its rows in one call (:func:`dragons_egg.agents.batched.batch_policy`, the actions of
-        its ``act``), else the agent's own ``act_batch``."""
-        from dragons_egg.agents.batched import batch_policy
-
-        fns = []
-        for k, spec in enumerate(self.cfg.league.league_agents):
-            seed = self.cfg.seed * 1000 + k
-            fn = batch_policy(spec, self.cfg.table_rules(self.cfg.max_players), seed)
-            fns.append(fn if fn is not None else league_agent(spec, seed, self.cfg).act_batch)
-        return fns
+        return league_fns(self.cfg)
 
     def restart_collection(self) -> None:
         """Fresh matches from here, as a resume at this point starts them: the collector

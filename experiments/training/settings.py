@@ -364,6 +364,23 @@ def unparsed_config(data: Any, where: str) -> SelfPlayConfig:
         return SelfPlayConfig.from_dict(data)
 
 
+def league_fns(cfg: SelfPlayConfig) -> list[Any]:
+    """The league agents' functions ``(obs, mask) -> actions`` for rows padded to
+    ``cfg.max_players`` seats, agent ``k`` made with seed ``cfg.seed * 1000 + k``: a
+    deterministic policy file's argmax over all its rows in one call
+    (:func:`dragons_egg.agents.batched.batch_policy`: the actions of its ``act``), else the
+    agent's own ``act_batch``. The in-process collection and the Ray collectors both play
+    these."""
+    from dragons_egg.agents.batched import batch_policy
+
+    fns = []
+    for k, spec in enumerate(cfg.league.league_agents):
+        seed = cfg.seed * 1000 + k
+        fn = batch_policy(spec, cfg.table_rules(cfg.max_players), seed)
+        fns.append(fn if fn is not None else league_agent(spec, seed, cfg).act_batch)
+    return fns
+
+
 __all__ = ["CollectionSettings", "LEGACY_RULE_SETTINGS", "LeagueSettings", "PPOSettings",
-           "SelfPlayConfig", "league_agent", "migrate_rules", "ray_available",
+           "SelfPlayConfig", "league_agent", "league_fns", "migrate_rules", "ray_available",
            "unparsed_config"]
