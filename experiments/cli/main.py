@@ -75,7 +75,7 @@ DELEGATED: dict[str, Delegated] = {
                              "training throughput: batched self-play beside SB3"),
     "main-job": Delegated(_M + "cli.main_job",
                           "train briefly, run a tournament, write a report"),
-    "benchmark": Delegated(_M + "evaluation.benchmark.cli",
+    "benchmark": Delegated(_M + "evaluation.benchmark",
                            "agent benchmark suite: a score card (not bench, the speed one)"),
     "tribute-analysis": Delegated(_M + "evaluation.tribute",
                                   "compare tribute policies under one play policy"),

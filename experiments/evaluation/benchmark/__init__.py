@@ -5,10 +5,11 @@ paired by deal (:mod:`.compare`). Not the *speed* benchmark, ``dragons-egg bench
 (:mod:`dragons_egg.experiments.bench`). See docs/benchmark-suite.md."""
 
 from .card import SCHEMA, CardError, CellCard, ScoreCard, read_card
+from .cli import main
 from .compare import CardComparison, CardMismatch, compare_cards
 from .run import Request, run_benchmark
 from .suite import PUBLISHED, TIERS, Suite, SuiteError, load_suite, suite_digest
 
 __all__ = ["PUBLISHED", "SCHEMA", "TIERS", "CardComparison", "CardError", "CardMismatch",
            "CellCard", "Request", "ScoreCard", "Suite", "SuiteError", "compare_cards",
-           "load_suite", "read_card", "run_benchmark", "suite_digest"]
+           "load_suite", "main", "read_card", "run_benchmark", "suite_digest"]

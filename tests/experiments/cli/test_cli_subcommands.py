@@ -27,6 +27,7 @@ EXPECTED = {
     "compare-trainers": "dragons_egg.experiments.training.compare",
     "train-bench": "dragons_egg.experiments.training.bench",
     "main-job": "dragons_egg.experiments.cli.main_job",
+    "benchmark": "dragons_egg.experiments.evaluation.benchmark",
     "tribute-analysis": "dragons_egg.experiments.evaluation.tribute",
     "tribute-fit": "dragons_egg.experiments.research.tribute.fit",
     "tribute-headroom": "dragons_egg.experiments.research.tribute.headroom",
