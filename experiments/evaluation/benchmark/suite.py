@@ -108,7 +108,7 @@ class Suite(_Strict):
     def reference_lineup(self, cell: Cell) -> list[str]:
         """The population's own table at the cell's size: place ``i`` holds
         ``seats[i % len(seats)]``."""
-        seats = self.populations[cell.population].seats
+        seats = [frozen_spec(self, spec) for spec in self.populations[cell.population].seats]
         return [seats[i % len(seats)] for i in range(cell.players)]
 
     def rules_config(self, players: int) -> RulesConfig:
@@ -189,14 +189,31 @@ def load_suite(name: str, check_frozen: bool = True) -> tuple[Suite, str]:
     return suite, digest
 
 
+def frozen_spec(suite: Suite, spec: str, name: str | None = None) -> str:
+    """The spec that plays ``spec`` as the suite froze it: ``spec`` itself when it is not
+    frozen or its file (``agents/data/FILE``) has the frozen sha256; else the same agent on the
+    package data file that has it (a release that ships a new ``ppo`` keeps the old file
+    under a versioned name), as ``spec:path=FILE``. A :class:`SuiteError` names the digest
+    expected when no installed file has it."""
+    f = suite.frozen.get(spec)
+    if f is None:
+        return spec
+    path = DATA_DIR / f.file
+    got = file_sha256(path) if path.is_file() else "missing"
+    if got == f.sha256:
+        return spec
+    for other in sorted(DATA_DIR.glob("*" + path.suffix)):
+        if other != path and file_sha256(other) == f.sha256:
+            return f"{spec}:path={other}"
+    raise SuiteError(f"suite {name or suite.version!r} froze {spec!r} as {f.file} with "
+                     f"sha256 {f.sha256}, but the installed {path} has {got} and no file "
+                     f"of {DATA_DIR} has it: a later shipped {spec} cannot stand in for it "
+                     "(keep the frozen file under a versioned name, see "
+                     "docs/benchmark-suite.md)")
+
+
 def check_frozen_files(suite: Suite, name: str) -> None:
     """A :class:`SuiteError` when a file the suite froze (the shipped ``ppo``'s policy) is
-    not the one it froze."""
-    for spec, f in suite.frozen.items():
-        path = DATA_DIR / f.file
-        got = file_sha256(path) if path.is_file() else "missing"
-        if got != f.sha256:
-            raise SuiteError(f"suite {name!r} froze {spec!r} as {f.file} with sha256 "
-                             f"{f.sha256}, but the installed {path} has {got}: a later "
-                             f"shipped {spec} cannot stand in for it (install the {name} "
-                             "file under its versioned name, see docs/benchmark-suite.md)")
+    installed under neither its name nor another (:func:`frozen_spec`)."""
+    for spec in suite.frozen:
+        frozen_spec(suite, spec, name)

@@ -4,6 +4,7 @@ determinism, resume after Ctrl-C and the command line's one-line errors. Runs us
 of fast agents, read through the same loader as v1."""
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -114,6 +115,27 @@ def test_a_shipped_ppo_other_than_the_frozen_one_is_refused_naming_the_digest(ti
     tiny.write_text(json.dumps(data))
     with pytest.raises(SuiteError, match=f"froze 'ppo' as {SHIPPED.name} with sha256 "
                        f"{'0' * 64}, but the installed .* has {file_sha256(SHIPPED)}"):
+        load_suite(str(tiny))
+
+
+def test_the_frozen_ppo_is_found_by_its_digest_under_a_versioned_name(tiny, tmp_path,
+                                                                       monkeypatch):
+    """A release that ships a new ppo keeps the v1 file under another name: v1 seats it."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / SHIPPED.name).write_bytes(b"a newer policy")
+    shutil.copyfile(SHIPPED, data_dir / "ppo_dragons_egg_v1.npz")
+    monkeypatch.setattr(S, "DATA_DIR", data_dir)
+    data = json.loads(tiny.read_text())
+    data["frozen"] = {"ppo": {"file": SHIPPED.name, "sha256": file_sha256(SHIPPED)}}
+    data["populations"]["mixed"]["seats"] = ["greedy", "ppo"]
+    tiny.write_text(json.dumps(data))
+    suite, _ = load_suite(str(tiny))
+    assert suite.reference_lineup(suite.cells[1]) == [
+        "greedy", f"ppo:path={data_dir / 'ppo_dragons_egg_v1.npz'}", "greedy"]
+    (data_dir / "ppo_dragons_egg_v1.npz").unlink()
+    with pytest.raises(SuiteError, match=f"sha256 {file_sha256(SHIPPED)}, but the installed "
+                       ".* has .* and no file of"):
         load_suite(str(tiny))
 
 
