@@ -48,6 +48,7 @@ from .base import Agent, legal_from_mask
 from .heuristic import HeuristicAgent
 from .ismcts import ISMCTSAgent
 from .ismcts_net import NetISMCTSAgent
+from .openspiel_agents import OpenSpielISMCTSAgent
 from .ppo import NetAgent, PPOAgent, PreviousPPOAgent
 from .rllib_agent import RLlibAgent
 from .simple import GreedyAgent, RandomAgent
@@ -417,7 +418,9 @@ for _name, _factory in (("random", RandomAgent), ("greedy", GreedyAgent),
                         ("ismcts-net", NetISMCTSAgent),
                         # torch/SB3 and ray load only when a ppo or rllib agent is made
                         ("ppo", PPOAgent), ("ppo-0.1", PreviousPPOAgent),
-                        ("rllib", RLlibAgent), ("net", NetAgent)):
+                        ("rllib", RLlibAgent), ("net", NetAgent),
+                        # pyspiel loads only when one is made (the openspiel extra)
+                        ("openspiel-ismcts", OpenSpielISMCTSAgent)):
     register(_name, _factory)
     _BUILTIN.add(_name)
 

@@ -41,6 +41,8 @@ OWN: dict[str, tuple[str, ...]] = {
     "train": ("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "rich", "tyro"),
     # Ray RLlib: dragons_egg.experiments.training.rllib, train_rllib and the rllib agent.
     "rllib": ("ray", "torch"),
+    # OpenSpiel: dragons_egg_env.openspiel (the game python_dragons_egg), openspiel-ismcts.
+    "openspiel": ("pyspiel",),
     # The benchmark's peers (each skipped when missing) and the batched engine.
     "bench": ("rlcard", "pyspiel", "pygame", "jax", "pgx"),
     # The API reference site (make docs).
