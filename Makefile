@@ -57,6 +57,7 @@ bench: $(LINKS)
 # them, is an error.
 docs: $(LINKS)
 	$(PY) -m dragons_egg.experiments.tools.docs --check
+	$(PY) -m dragons_egg.experiments.cli.leaderboard --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir build/site
 
 clean:
