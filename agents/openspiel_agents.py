@@ -72,14 +72,10 @@ class OpenSpielISMCTSAgent(Agent):
     def start_match(self, seat: int, config: RulesConfig, max_players: int | None = None) -> None:
         super().start_match(seat, config, max_players)
         import pyspiel  # type: ignore[import-not-found, import-untyped, unused-ignore]
-        from open_spiel.python.algorithms import ismcts, mcts  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
         self._game = pyspiel.load_game("python_dragons_egg", game_params(config))
-        rs = np.random.RandomState(self.rng.randrange(2 ** 31))
-        evaluator = mcts.RandomRolloutEvaluator(n_rollouts=1, random_state=rs)
-        self._bot = ismcts.ISMCTSBot(
-            self._game, evaluator, self.c, self.iterations, random_state=rs,
-            use_observation_string=True, allow_inconsistent_action_sets=True)
+        self._bot = ismcts_bot(self._game, self.iterations, self.c,
+                               self.rng.randrange(2 ** 31), use_observation_string=True)
 
     def act(self, observation: ObsArray, action_mask: MaskArray) -> int:
         legal = legal_from_mask(action_mask)
@@ -91,6 +87,28 @@ class OpenSpielISMCTSAgent(Agent):
                                        self.seat, self.rng)
         action = int(self._bot.step(state))
         return action if action in legal else legal[0]
+
+
+def ismcts_bot(game: Any, iterations: int = 200, c: float = 2.0, seed: int = 0, *,
+               use_observation_string: bool = False) -> Any:
+    """OpenSpiel's Python ``ISMCTSBot`` on ``game`` with one random rollout per iteration,
+    ``allow_inconsistent_action_sets`` (the determinisations' legal sets differ) and a
+    ``restart_at`` (``evaluate_bots`` calls it; the bot keeps no state between moves)."""
+    install_sampler()
+    from open_spiel.python.algorithms import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
+        ismcts,
+        mcts,
+    )
+
+    class Bot(ismcts.ISMCTSBot):  # type: ignore[misc]
+        def restart_at(self, state: Any) -> None:
+            self.reset()
+
+    rs = np.random.RandomState(seed)
+    evaluator = mcts.RandomRolloutEvaluator(n_rollouts=1, random_state=rs)
+    return Bot(game, evaluator, c, iterations, random_state=rs,
+               use_observation_string=use_observation_string,
+               allow_inconsistent_action_sets=True)
 
 
 def state_from_observation(game: Any, view: Any, config: RulesConfig, seat: int,
@@ -157,5 +175,5 @@ def agent_bot(agent: Agent, player_id: int, game: Any) -> Any:
     return AgentBot()
 
 
-__all__ = ["OpenSpielISMCTSAgent", "agent_bot", "install_sampler", "game_params",
+__all__ = ["OpenSpielISMCTSAgent", "agent_bot", "ismcts_bot", "install_sampler", "game_params",
            "state_from_observation"]

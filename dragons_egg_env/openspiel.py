@@ -38,7 +38,7 @@ from . import engine as E  # noqa: E402
 from .actions import ASK_BASE, GIVE_BASE, NUM_ACTIONS, PASS, describe  # noqa: E402
 from .cards import CARD_CODES, NUM_CARDS, codes  # noqa: E402
 from .config import MAX_PLAYERS, MIN_PLAYERS, RulesConfig  # noqa: E402
-from .observation import Encoder, ObsView, decode, layout  # noqa: E402
+from .observation import Encoder, ObsView, decode_observation, layout  # noqa: E402
 
 GAME_NAME = "python_dragons_egg"
 
@@ -315,7 +315,7 @@ class DragonsEggState(pyspiel.State):  # type: ignore[misc]
             raise ValueError("resample_from_infostate works at decision nodes only")
         p, n = int(player_id), self.m.n
         game = self.get_game()
-        view = decode(game.encoder.encode(s, p), n, self.config.num_rounds)
+        view = decode_observation(game.encoder.encode(s, p), num_rounds=self.config.num_rounds)
         rng = random.Random(int(probability_sampler() * 2.0 ** 53))
         w = _world_sampler(view, self.config, rng)
 

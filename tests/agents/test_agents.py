@@ -34,7 +34,7 @@ def test_registry_names_and_specs():
 
 @pytest.mark.parametrize("spec,needle", [
     ("alphazero", "unknown agent 'alphazero'; available: greedy, heuristic, ismcts, ismcts-net, net, "
-                  "ppo, "
+                  "openspiel-ismcts, ppo, "
                   "ppo-0.1, random, rllib \\(or MODULE:CLASS for an agent class of your own\\)"),
     ("ismcts:iters=3", "unknown option 'iters'; options: iterations, time, c, rollout"),
     ("ismcts:iterations=many", "option iterations expects int"),
