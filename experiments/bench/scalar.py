@@ -113,14 +113,16 @@ class AECLoop:
 
 
 class OpenSpielLoop:
-    def __init__(self, name: str, seed: int) -> None:
+    def __init__(self, name: str, seed: int, params: dict[str, Any] | None = None) -> None:
         try:
             # open-spiel (the bench extra) ships no stubs, and is absent without the extra
             import pyspiel  # type: ignore[import-not-found, import-untyped, unused-ignore]
         except ImportError as exc:
             raise Skip(exc.name or "pyspiel") from None
+        if name == "python_dragons_egg":  # our adapter registers it (the openspiel extra)
+            import dragons_egg_env.openspiel  # noqa: F401
         try:
-            self.game = pyspiel.load_game(name)
+            self.game = pyspiel.load_game(name, params or {})
         except Exception as exc:  # an OpenSpiel build without the game
             raise Skip(f"pyspiel game {name!r} ({exc})") from None
         self.rng = random.Random(seed)
@@ -257,6 +259,10 @@ def measurements(players: int) -> Plan:
          lambda seed: AECLoop(_leduc("env"), seed)),
         ("dou_dizhu", "OpenSpiel dou_dizhu (pyspiel)",
          lambda seed: OpenSpielLoop("dou_dizhu", seed)),
+        # our game through OpenSpiel (dragons_egg_env.openspiel): a step is a chance outcome
+        # (45 a round, one per card) or a decision, as for dou_dizhu
+        ("de_openspiel", f"python_dragons_egg via pyspiel ({players} players)",
+         lambda seed: OpenSpielLoop("python_dragons_egg", seed, {"players": players})),
     ]
 
 
