@@ -232,6 +232,20 @@ def test_a_tournament_with_a_plug_in_and_the_shipped_agent(with_experiments):
 
 
 @pytest.fixture(scope="module")
+def with_openspiel(install: Install) -> Install:
+    _pip(install.venv, f"{install.wheel}[openspiel]")
+    return install
+
+
+def test_the_openspiel_extra_registers_the_game(with_openspiel):
+    out = _ok(with_openspiel.command(
+        "-c", "import pyspiel, dragons_egg_env.openspiel; "
+              "g = pyspiel.load_game('python_dragons_egg', {'players': 5}); "
+              "print(g.num_players(), g.get_type().short_name)"))
+    assert out.split() == ["5", "python_dragons_egg"]
+
+
+@pytest.fixture(scope="module")
 def with_train(with_experiments: Install) -> Install:
     # torch's CPU build first: an unpinned torch would pull a CUDA build of several GB
     _pip(with_experiments.venv, "torch==2.13.0")
