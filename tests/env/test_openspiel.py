@@ -220,3 +220,27 @@ def test_bad_openspiel_specs(spec, needle):
     from dragons_egg.agents import AgentSpecError, parse_spec
     with pytest.raises(AgentSpecError, match=needle):
         parse_spec(spec)
+
+
+def test_without_the_extra_the_spec_and_the_module_name_it_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    from extras_blocker import blocking_env
+    code = ("from dragons_egg.agents import parse_spec\n"
+            "try:\n"
+            "    parse_spec('openspiel-ismcts:iterations=5')\n"
+            "except ImportError as e:\n"
+            "    print('SPEC', e)\n"
+            "try:\n"
+            "    import dragons_egg_env.openspiel\n"
+            "except ImportError as e:\n"
+            "    print('MODULE', e)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, env=blocking_env(tmp_path / "site", ["pyspiel"]),
+                          timeout=120, check=False)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0, proc.stderr
+    assert len(lines) == 2, proc.stdout
+    for line, head in zip(lines, ("SPEC", "MODULE"), strict=True):
+        assert line.startswith(head) and "'openspiel' extra" in line and "pip install" in line
