@@ -11,6 +11,16 @@ import pytest
 #: The stop signals whose handlers a test must give back (a command run in the test's process).
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
+# The suite starts from the default dispositions of the stop signals, however it was started:
+# ``nohup`` ignores SIGHUP, and a script's ``cmd &`` ignores SIGINT, for the process and every
+# process it starts (the tests' subprocesses included). Tests that stop a command with Ctrl-C
+# or SIGHUP then saw nothing happen (the suite run as ``nohup ... &`` failed 5 of them).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+for _sig in (signal.SIGTERM, signal.SIGHUP):
+    if signal.getsignal(_sig) is signal.SIG_IGN:
+        signal.signal(_sig, signal.SIG_DFL)
+
 
 def _handlers_given_back():
     """Around a test (or a module, for its module-scoped fixtures): the process's SIGTERM and
