@@ -170,3 +170,27 @@ def stale_ray_cluster():
             yield tmp
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def interrupter_source(variable: str) -> str:
+    """The source of ``Interrupter``, a test bot for a module written at test time (it needs
+    ``os`` and ``HeuristicAgent`` imported there): the heuristic, which in the match numbered
+    ``$variable`` (counted from 1 in its process) raises KeyboardInterrupt at its first move,
+    as Ctrl-C would."""
+    return f'''
+class Interrupter(HeuristicAgent):
+    """The heuristic; in the match numbered ${variable} (counted from 1 in this process)
+    it raises KeyboardInterrupt at its first move, as Ctrl-C would."""
+
+    matches = 0
+
+    def start_match(self, seat, config, max_players=None):
+        super().start_match(seat, config, max_players)
+        Interrupter.matches += 1
+
+    def act(self, observation, mask):
+        stop = os.environ.get("{variable}")
+        if stop and Interrupter.matches == int(stop):
+            raise KeyboardInterrupt
+        return super().act(observation, mask)
+'''

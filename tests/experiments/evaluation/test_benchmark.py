@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support import interrupter_source
 
 from dragons_egg import agents
 from dragons_egg.agents.ppo import SHIPPED, file_sha256
@@ -242,22 +243,7 @@ import os
 from dragons_egg.agents.heuristic import HeuristicAgent
 
 
-class Interrupter(HeuristicAgent):
-    """The heuristic; in the match numbered $BENCH_STOP_AT (from 1, in this process) it raises
-    KeyboardInterrupt at its first move, as Ctrl-C would."""
-
-    matches = 0
-
-    def start_match(self, seat, config, max_players=None):
-        super().start_match(seat, config, max_players)
-        Interrupter.matches += 1
-
-    def act(self, observation, mask):
-        stop = os.environ.get("BENCH_STOP_AT")
-        if stop and Interrupter.matches == int(stop):
-            raise KeyboardInterrupt
-        return super().act(observation, mask)
-'''
+''' + interrupter_source("BENCH_STOP_AT")
 
 
 @pytest.fixture

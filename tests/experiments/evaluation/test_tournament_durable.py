@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support import interrupter_source
 
 from dragons_egg import agents
 from dragons_egg.experiments.evaluation import tournament as T
@@ -130,22 +131,7 @@ class DiesWhenMade(HeuristicAgent):
         super().__init__(seed)
 
 
-class Interrupter(HeuristicAgent):
-    """The heuristic; in the match numbered $DURABLE_STOP_AT (counted from 1 in this process)
-    it raises KeyboardInterrupt at its first move, as Ctrl-C would."""
-
-    matches = 0
-
-    def start_match(self, seat, config, max_players=None):
-        super().start_match(seat, config, max_players)
-        Interrupter.matches += 1
-
-    def act(self, observation, mask):
-        stop = os.environ.get("DURABLE_STOP_AT")
-        if stop and Interrupter.matches == int(stop):
-            raise KeyboardInterrupt
-        return super().act(observation, mask)
-'''
+''' + interrupter_source("DURABLE_STOP_AT")
 
 
 @pytest.fixture
