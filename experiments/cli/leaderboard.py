@@ -124,6 +124,19 @@ def _image(folder: Path, name: str, root: Path) -> tuple[Path, Path]:
     return src, root / IMAGES / f"{kind}-{folder.name}-{name}"
 
 
+def _plots(records: Sequence[tuple[Path, str, str]], name: str, root: Path,
+           images: list[tuple[Path, Path]]) -> list[str]:
+    """The page's lines showing the plot ``name`` of each record (folder, heading, alt text)
+    that has one; each plot's (source, copy) is added to ``images``."""
+    lines = []
+    for folder, heading, alt in records:
+        if (folder / name).is_file():
+            src, dst = _image(folder, name, root)
+            images.append((src, dst))
+            lines += [f"### {heading}", "", f"![{alt}]({dst.relative_to(root / 'docs')})", ""]
+    return lines
+
+
 def render(root: Path = ROOT) -> tuple[str, list[tuple[Path, Path]]]:
     """The page's text and the plots to copy, as (source, destination)."""
     cards = read_cards(root)
@@ -150,12 +163,9 @@ def render(root: Path = ROOT) -> tuple[str, list[tuple[Path, Path]]]:
                          f"{len(card.cells)} | {move} | "
                          f"`{folder.relative_to(root)}` |")
         lines.append("")
-        for folder, card in order:
-            if (folder / "scorecard.png").is_file():
-                src, dst = _image(folder, "scorecard.png", root)
-                images.append((src, dst))
-                lines += [f"### `{card.agent}`, {card.tier} tier", "",
-                          f"![{card.agent} {card.tier}]({dst.relative_to(root / 'docs')})", ""]
+        lines += _plots([(folder, f"`{card.agent}`, {card.tier} tier",
+                          f"{card.agent} {card.tier}") for folder, card in order],
+                        "scorecard.png", root, images)
     else:
         lines += ["No score card is committed yet.", ""]
     lines += ["## Approximate exploitability", ""]
@@ -173,13 +183,9 @@ def render(root: Path = ROOT) -> tuple[str, list[tuple[Path, Path]]]:
                          f"{_interval(rec.exploitability)} | {control} | "
                          f"`{folder.relative_to(root)}` |")
         lines.append("")
-        for folder, rec in order_e:
-            if (folder / "curve.png").is_file():
-                src, dst = _image(folder, "curve.png", root)
-                images.append((src, dst))
-                lines += [f"### `{rec.agent}` at {rec.players} players", "",
-                          f"![{rec.agent} {rec.players}p]({dst.relative_to(root / 'docs')})",
-                          ""]
+        lines += _plots([(folder, f"`{rec.agent}` at {rec.players} players",
+                          f"{rec.agent} {rec.players}p") for folder, rec in order_e],
+                        "curve.png", root, images)
     else:
         lines += ["No exploitability record is committed yet.", ""]
     return "\n".join(lines).rstrip() + "\n", images
