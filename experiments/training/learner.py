@@ -43,6 +43,12 @@ class Learner:
         self.before_minibatch: Any = None
         #: The plug-ins' hooks in the update, in their order (:mod:`.hooks`).
         self.hooks: list[UpdateHook] = cfg.update_hooks()
+        #: In an update, for the hooks: the rollout indices of the decisions PPO fits, their
+        #: returns (a tensor, in that order) and the positions among them of the minibatch
+        #: being fitted (a tensor).
+        self.ppo_index: np.ndarray = np.zeros(0, np.int64)
+        self.ppo_returns: Any = None
+        self.ppo_minibatch: Any = None
 
     def hook(self, cls: type[H]) -> H:
         """The update hook of type ``cls``; a ``LookupError`` when its plug-in is off."""
@@ -85,6 +91,7 @@ class Learner:
             ("obs", ro.obs), ("mask", ro.mask), ("act", ro.action), ("logp", ro.logp),
             ("adv", adv), ("ret", ret), ("w", weight), ("v", ro.value))}
         n = len(idx)
+        self.ppo_index, self.ppo_returns = idx, t["ret"]
         stats = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "clip_frac": 0.0,
                  "approx_kl": 0.0}
         for h in self.hooks:
@@ -101,6 +108,7 @@ class Learner:
             for k, mb in enumerate(torch.tensor_split(perm, parts)):
                 if self.before_minibatch is not None:
                     self.before_minibatch()
+                self.ppo_minibatch = mb
                 extra = [h.minibatch(self, k) for h in self.hooks]
                 s = self._minibatch({key: v[mb] for key, v in t.items()}, extra)
                 for key in stats:

@@ -29,7 +29,9 @@ def torch_module() -> types.ModuleType:
 
 
 def build_network(cfg: SelfPlayConfig) -> nn.Module:
-    """The masked actor-critic MLP: a tanh trunk, an action head and a value head."""
+    """The masked actor-critic MLP: a tanh trunk, an action head and a value head, and the
+    networks of the plug-ins that are on (:meth:`~.settings.SelfPlayConfig.network_parts`:
+    the centralised critic, the hand-prediction head; trained, never exported)."""
     from torch import nn
 
     class ActorCritic(nn.Module):
@@ -52,7 +54,12 @@ def build_network(cfg: SelfPlayConfig) -> nn.Module:
             logits = self.pi(h).masked_fill(~mask, -1e9)
             return logits, self.v(h).squeeze(-1)
 
-    return ActorCritic(layout(cfg.max_players).size, tuple(cfg.ppo.hidden))
+    obs_size = layout(cfg.max_players).size
+    model = ActorCritic(obs_size, tuple(cfg.ppo.hidden))
+    # the plug-ins' parts after the core's: without them, the same initial weights as before
+    for name, part in cfg.network_parts(obs_size).items():
+        model.add_module(name, part)
+    return model
 
 
 def export_policy(model: Any, cfg: SelfPlayConfig, path: Path, provenance: dict[str, Any],

@@ -63,6 +63,9 @@ class Rollout:
     #: Per counterfactual row: a play decision of the Egg's holder (``egg_counterfactual``),
     #: not a tribute decision.
     cf_egg: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.bool_))
+    #: What collection hooks keep per decision for their update hooks, by name (arrays of
+    #: one row per decision of the rollout; the hidden hands of :mod:`.oracle`).
+    features: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
 
 class ActingPolicy:

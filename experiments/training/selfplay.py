@@ -107,7 +107,11 @@ from dragons_egg.experiments.training.settings import (
 #: state and league snapshots are arrays of the network they shape.
 FROZEN_ON_RESUME = {"ppo.hidden": "the checkpoint's network has its layer sizes",
                     "collection.max_players": "the checkpoint's network reads observations of "
-                                              "that size"}
+                                              "that size",
+                    "critic.central_critic": "the checkpoint's network has its critic or not",
+                    "critic.critic_hidden": "the checkpoint's critic has its layer sizes",
+                    "belief.hand_prediction": ("it is set for the run (the network has a hand head "
+                                               "or not)")}
 #: What a run writes in its folder (globs): one of them there means the folder holds a run,
 #: and ``--overwrite`` removes exactly these.
 RUN_FILES = ("config.json", "config_history.json", "checkpoints", "policies", "eval.csv",

@@ -40,6 +40,14 @@ from dragons_egg.experiments.training.counterfactual import (
     TributeCounterfactualSettings,
 )
 from dragons_egg.experiments.training.hooks import CollectionHook, UpdateHook
+from dragons_egg.experiments.training.oracle import (
+    CentralCriticSettings,
+    CriticLoss,
+    HandLoss,
+    HandPredictionSettings,
+    HiddenHands,
+    network_parts,
+)
 from dragons_egg.experiments.training.scaffold import RulesSettings, RunSettings
 from dragons_egg.experiments.training.search_targets import SearchTargetSettings
 from dragons_egg.experiments.training.tribute_table import TributeTableSettings
@@ -230,6 +238,10 @@ class SelfPlayConfig(RulesSettings, RunSettings):
     table: TributeTableSettings = TributeTableSettings()
     #: Plug-in: the search targets (off by default).
     search: SearchTargetSettings = SearchTargetSettings()
+    #: Plug-in: the centralised critic (off by default).
+    critic: CentralCriticSettings = CentralCriticSettings()
+    #: Plug-in: the hand-prediction auxiliary head (off by default).
+    belief: HandPredictionSettings = HandPredictionSettings()
     #: Evaluate every this many samples (0: only at the end).
     eval_every: int = 500_000
     #: Save ``checkpoints/latest.pt`` every this many samples (0: only at the end).
@@ -262,7 +274,17 @@ class SelfPlayConfig(RulesSettings, RunSettings):
             out["table"] = self.table
         if self.search.search_targets:
             out["search"] = self.search
+        if self.critic.central_critic:
+            out["critic"] = self.critic
+        if self.belief.hand_prediction > 0:
+            out["belief"] = self.belief
         return out
+
+    def network_parts(self, obs_size: int) -> dict[str, Any]:
+        """The networks the plug-ins that are on add to the learner's model, by attribute
+        name (:func:`.oracle.network_parts`: ``critic``, ``hand_head``)."""
+        return network_parts(self.critic, self.belief, obs_size, self.ppo.hidden[-1],
+                             self.max_players)
 
     def plugin_callbacks(self) -> list[TrainerCallback]:
         """The hooks of the plug-ins that are on and act around the loop
@@ -272,14 +294,19 @@ class SelfPlayConfig(RulesSettings, RunSettings):
 
     def collection_hooks(self, seed: int) -> list[CollectionHook]:
         """The hooks of the plug-ins that are on inside a collector seeded ``seed``
-        (:mod:`.hooks`), in this order: ``tribute_cf``'s, then ``egg_cf``'s."""
-        return [group.collection_hook(seed, self.max_players)
-                for group in (self.tribute_cf, self.egg_cf) if group.on]
+        (:mod:`.hooks`), in this order: ``tribute_cf``'s, then ``egg_cf``'s, then the hidden
+        hands of ``critic`` and ``belief`` (one hook for both)."""
+        out: list[CollectionHook] = [group.collection_hook(seed, self.max_players)
+                                     for group in (self.tribute_cf, self.egg_cf) if group.on]
+        if self.critic.central_critic or self.belief.hand_prediction > 0:
+            out.append(HiddenHands(self.max_players, self.critic.central_critic))
+        return out
 
     def update_hooks(self) -> list[UpdateHook]:
         """The hooks of the plug-ins that are on inside the learner's update (:mod:`.hooks`),
         in this order: the counterfactual rows' loss (``tribute_cf`` or ``egg_cf``), the
-        give-back table (``table``), the search targets' loss (``search``)."""
+        give-back table (``table``), the search targets' loss (``search``), the centralised
+        critic's value loss (``critic``), the hand-prediction loss (``belief``)."""
         out: list[UpdateHook] = []
         if self.tribute_cf.on or self.egg_cf.on:
             out.append(self.tribute_cf.update_hook(self.ppo.clip_range))
@@ -288,6 +315,10 @@ class SelfPlayConfig(RulesSettings, RunSettings):
             out.append(table)
         if self.search.search_targets:
             out.append(self.search.update_hook())
+        if self.critic.central_critic:
+            out.append(CriticLoss(self.ppo.vf_coef))
+        if self.belief.hand_prediction > 0:
+            out.append(HandLoss(self.belief.hand_prediction, self.max_players))
         return out
 
     @classmethod
