@@ -61,9 +61,11 @@ Reading
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import warnings
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, TypeGuard
@@ -85,6 +87,7 @@ from .replay_format import (
 
 _V1_FIELDS = ("format", "version", "env", "config", "max_players", "seed", "deals", "actions",
               "finished", "illegal_move")
+_GZIP_MAGIC = b"\x1f\x8b"
 #: Replay versions this module reads.
 VERSIONS = (1, REPLAY_VERSION)
 
@@ -126,13 +129,20 @@ class Move(NamedTuple):
 def load_replay(path: str | os.PathLike[str]) -> ReplayData:
     """Read a replay file and check its header and field types; any fault (a missing file,
     bytes that are not UTF-8, invalid JSON, a top-level list, a bad version or field) is a
-    :class:`ReplayError` naming the file."""
+    :class:`ReplayError` naming the file. A gzip-compressed file (``.json.gz``, as
+    ``dragons-egg tournament --save-replays`` keeps them; known by its first bytes) is read
+    the same; a damaged one is a :class:`ReplayError` too."""
     source = os.fspath(path)
     try:
         raw = Path(source).read_bytes()
     except OSError as exc:
         raise ReplayError(f"cannot read replay file: {exc.strerror or exc}",
                           source=source) from None
+    if raw[:2] == _GZIP_MAGIC:
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
+            raise ReplayError(f"is a damaged gzip file ({exc})", source=source) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -52,7 +52,8 @@ _CLI_SETTINGS = (("num_players", "players", "--players", 4),
                  ("num_rounds", "rounds", "--rounds", 3),
                  ("seed", "seed", "--seed", 0),
                  ("bootstrap", "bootstrap", "--bootstrap", 2000),
-                 ("move_timeout", "move_timeout", "--move-timeout", None))
+                 ("move_timeout", "move_timeout", "--move-timeout", None),
+                 ("save_replays", "save_replays", "--save-replays", False))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -94,6 +95,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "match; matches then play in watched worker processes, even with "
                    "--workers 1, so that a call that ignores the interrupt is ended by "
                    "killing its worker (Unix only; default none)")
+    p.add_argument("--save-replays", action="store_const", const=True, default=None,
+                   help="keep every match's replay, compressed, in the output folder's "
+                   "replays/ (seqS-rotR.json.gz; dragons-egg replay and dragons-egg serve "
+                   "read them); without it only forfeited matches' replays are kept")
     p.add_argument("--no-progress", action="store_true")
 
 

@@ -148,6 +148,10 @@ class TournamentConfig:
     on_agent_error: str = "forfeit"
     #: Seconds each call to an agent may take (``None``: no limit); a late agent fails.
     move_timeout: float | None = None
+    #: Keep every match's replay, compressed, in the output folder's ``replays/``
+    #: (``seqS-rotR.json.gz``; ``dragons-egg tournament --save-replays``); without it only
+    #: forfeited matches' replays are kept.
+    save_replays: bool = False
     #: The flags given as a dict, saved as given (``config.json`` keeps its old form).
     _given: tuple[str, ...] | None = field(default=None, init=False, repr=False,
                                            compare=False)
@@ -208,6 +212,8 @@ class TournamentConfig:
             raise ValueError(f"on_agent_error is one of {', '.join(ON_AGENT_ERROR)}, got "
                              f"{self.on_agent_error!r}")
         self._check_move_timeout()
+        if not isinstance(self.save_replays, bool):
+            raise TypeError(f"save_replays is true or false, got {self.save_replays!r}")
         if self.workers > 1:
             for e in entrants.values():
                 _check_picklable(e, self.workers)
@@ -276,6 +282,8 @@ class TournamentConfig:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
         data["agents"] = describe_agents(self.agents)
         data["rules"] = self.rule_flags()
+        if not self.save_replays:  # config.json of a tournament without it, as before
+            del data["save_replays"]
         return data
 
     @property

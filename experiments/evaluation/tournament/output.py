@@ -116,12 +116,13 @@ def prepare_out_dir(path: str | os.PathLike[str]) -> Path:
 #: these, and the replays of forfeited matches in :data:`REPLAYS`).
 OUTPUT_FILES = ("config.json", RESULTS, RESULTS_GZ, "summary.json", "report.md",
                 "ratings.png", "head_to_head.png", "places.png")
-#: The subfolder of the replays of forfeited matches (``seqS-rotR.json``).
+#: The subfolder of the replays of forfeited matches (``seqS-rotR.json``) and, with
+#: ``save_replays``, of every other match (``seqS-rotR.json.gz``, deterministic gzip).
 REPLAYS = "replays"
 #: The settings a resume must keep: they change the results or the summary (``workers``,
 #: ``out_dir`` and ``on_agent_error`` may change).
 RESUME_SETTINGS = ("agents", "num_players", "matches", "seed", "num_rounds", "rules",
-                   "bootstrap", "move_timeout")
+                   "bootstrap", "move_timeout", "save_replays")
 
 
 def holds_tournament(path: str | os.PathLike[str]) -> bool:
@@ -233,7 +234,7 @@ def settings_differences(saved: dict[str, Any], tc: TournamentConfig
     out = {}
     for key in RESUME_SETTINGS:
         old = plain(saved.get(key, defaults.get(key)))
-        new = plain(now[key])
+        new = plain(now.get(key, defaults.get(key)))
         if key == "rules" and same_rules(old, new, tc.num_players, tc.num_rounds):
             continue  # e.g. a default flag saved explicitly
         if old != new:
@@ -358,13 +359,28 @@ class _Log:
         if self.overwrite:
             for name in OUTPUT_FILES:
                 (self.out / name).unlink(missing_ok=True)
-            for old in (self.out / REPLAYS).glob("seq*-rot*.json"):
-                old.unlink()
+            for pattern in ("seq*-rot*.json", "seq*-rot*.json.gz"):
+                for old in (self.out / REPLAYS).glob(pattern):
+                    old.unlink()
         write_atomically(self.out / "config.json", json.dumps(self.tc.to_json(), indent=1))
         self.file = open(path, "wb", buffering=0)
 
     def keep_replay(self, r: dict[str, Any]) -> dict[str, Any]:
-        """A forfeit's replay saved in :data:`REPLAYS`, its path in the record."""
+        """A forfeit's replay saved in :data:`REPLAYS`, its path in the record; with
+        ``save_replays``, any other match's replay too, compressed (``seqS-rotR.json.gz``).
+        Each is written whole (a new file renamed over the old) before the match's line, so
+        a line names a replay that is there, and a resume that plays a match again writes
+        the same bytes over a replay left by a run stopped before its line."""
+        if isinstance(r.get("replay"), dict):
+            self.open()
+            rel = f"{REPLAYS}/seq{r['sequence']}-rot{r['rotation']}.json.gz"
+            (self.out / REPLAYS).mkdir(exist_ok=True)
+            text = json.dumps(r["replay"], indent=1).encode()
+            with atomic_path(self.out / rel) as tmp, open(tmp, "wb") as fh:
+                fh.write(gzip.compress(text, compresslevel=9, mtime=0))
+                fh.flush()
+                os.fsync(fh.fileno())
+            r = {**r, "replay": rel}
         f = r.get("forfeit")
         if not f or not isinstance(f.get("replay"), dict):
             return r

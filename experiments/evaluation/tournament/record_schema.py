@@ -68,6 +68,9 @@ class MatchLine(_Strict):
     think: list[Annotated[float, Field(ge=0, allow_inf_nan=False)]] | None = None
     choices: list[Count] | None = None
     forfeit: ForfeitLine | None = None
+    #: With ``save_replays``: the match's replay in the folder (``replays/seqS-rotR.json.gz``),
+    #: or the replay itself in memory (a forfeited match keeps its replay in ``forfeit``).
+    replay: str | dict[str, Any] | None = None
     sitting: Annotated[int, Field(ge=1)] = 1
     digest: str | None = None
 

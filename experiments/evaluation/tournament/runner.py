@@ -41,7 +41,8 @@ def play_task(tc: TournamentConfig, seq: int, rot: int,
     agents = [entrants[label].make(agent_seeds[j]) for j, label in enumerate(seats)]
     start = time.perf_counter()
     rec = play_match(agents, config, seed=derive(tc.seed, seq, rot), deals=_deals(tc, seq),
-                     on_agent_error="forfeit", move_timeout=tc.move_timeout, watch=watch)
+                     on_agent_error="forfeit", move_timeout=tc.move_timeout, watch=watch,
+                     keep_replay=tc.save_replays)
     return _result(tc, seq, rot, rec, time.perf_counter() - start)
 
 
@@ -82,6 +83,8 @@ def _result(tc: TournamentConfig, seq: int, rot: int, rec: MatchRecord, seconds:
         out["forfeit"] = {"label": seats[f.seat], **f.to_dict(),
                           "match_seed": derive(tc.seed, seq, rot),
                           "agent_seed": derive(tc.seed, seq, rot, f.seat), "replay": rec.replay}
+    elif tc.save_replays and rec.replay is not None:
+        out["replay"] = rec.replay  # saved by the output folder (replays/seqS-rotR.json.gz)
     return out
 
 
