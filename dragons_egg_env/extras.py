@@ -47,9 +47,12 @@ OWN: dict[str, tuple[str, ...]] = {
     "bench": ("rlcard", "pyspiel", "pygame", "jax", "pgx"),
     # The API reference site (make docs).
     "docs": ("mkdocs", "material", "mkdocstrings"),
-    # The test suite and its linters.
+    # The browser app (dragons-egg serve; the Runs page renders report.md with markdown).
+    "web": ("starlette", "uvicorn", "markdown"),
+    # The test suite and its linters; the web pages' tests (Starlette's TestClient needs
+    # httpx; Playwright drives the system's headless Chromium).
     "test": ("pytest", "hypothesis", "xdist", "nbmake", "ipykernel", "ruff", "importlinter",
-             "mypy", "build"),
+             "mypy", "build", "httpx", "playwright"),
     "all": (),
 }
 
@@ -58,7 +61,8 @@ INCLUDES: dict[str, tuple[str, ...]] = {
     "train": ("vector", "experiments"),
     "rllib": ("experiments",),
     "bench": ("vector",),
-    "all": ("vector", "render", "experiments", "train", "rllib"),
+    "test": ("web",),
+    "all": ("vector", "render", "experiments", "train", "rllib", "web"),
 }
 
 #: Modules that an extra's distributions bring as their own dependencies and that the

@@ -73,6 +73,8 @@ DELEGATED: dict[str, Delegated] = {
                                   "training paths and settings compared at equal compute"),
     "train-bench": Delegated(_M + "training.bench",
                              "training throughput: batched self-play beside SB3"),
+    "serve": Delegated(_M + "web.serve",
+                       "watch replays, play the bots and read run reports in a browser"),
     "main-job": Delegated(_M + "cli.main_job",
                           "train briefly, run a tournament, write a report"),
     "benchmark": Delegated(_M + "evaluation.benchmark",
@@ -109,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--view", default="all",
                    help="'all' (every hand) or an agent such as player_0 (its view)")
     r.add_argument("--all", action="store_true", help="print every step without pausing")
+    r.add_argument("--html", metavar="OUT.html", default=None,
+                   help="write the browser viewer with this replay as one self-contained HTML "
+                   "file (no server, no network) instead of stepping through it here")
     g = sub.add_parser("gif", help="turn a replay into an animated GIF (or PNG frames)",
                        description=gif.DESCRIPTION)
     gif.add_arguments(g)
@@ -151,6 +156,10 @@ def main(argv: list[str] | None = None, read: Callable[[str], str] = stdin_reade
         return play_game(args, read, out, sub)
     if args.command == "tournament":
         return tournament.run_from_args(args, sub)
+    if args.command == "replay" and args.html:
+        from dragons_egg.experiments.web.serve import html_from_args
+
+        return html_from_args(args.file, args.html, sub)
     if args.command == "replay":
         try:
             return replay_game(args, read, out)

@@ -26,6 +26,7 @@ EXPECTED = {
     "search-targets": "dragons_egg.experiments.training.search_targets",
     "compare-trainers": "dragons_egg.experiments.training.compare",
     "train-bench": "dragons_egg.experiments.training.bench",
+    "serve": "dragons_egg.experiments.web.serve",
     "main-job": "dragons_egg.experiments.cli.main_job",
     "benchmark": "dragons_egg.experiments.evaluation.benchmark",
     "tribute-analysis": "dragons_egg.experiments.evaluation.tribute",
