@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 LINKS := $(VENV)/.linked
 
-.PHONY: demo test lint typecheck bench docs clean
+.PHONY: demo test lint typecheck bench docs clean browser screenshots
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -32,12 +32,29 @@ demo: $(LINKS)
 
 # --max-worker-restart=0: a test that takes its worker process down fails the run at once,
 # naming the test (pytest-xdist's --dist loadfile can wait forever on a replaced worker).
-test: $(LINKS)
+test: $(LINKS) browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy -p dragons_egg_env -p dragons_egg.agents -p dragons_egg.experiments
 	$(VENV)/bin/pytest -n 2 --dist loadfile --max-worker-restart=0 -q
 	$(MAKE) docs
+
+# The browser tests (tests/experiments/web) drive Debian's Chromium through Playwright's Python
+# API, never a browser of Playwright's own: installed here where it can be (as root, with
+# apt-get), quietly. Without it those tests skip, saying why; under CI=true they fail.
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@if [ ! -x $(CHROMIUM) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing chromium (apt-get) for the browser tests"; \
+		( export DEBIAN_FRONTEND=noninteractive; apt-get update -qq >/dev/null && \
+		  apt-get install -y -qq chromium >/dev/null 2>&1 ) || \
+		echo "could not install chromium: the browser tests will skip (fail under CI=true)"; \
+	fi
+
+# The screenshots of docs/watching.md (docs/web/*.png), taken by the browser tests.
+screenshots: $(LINKS) browser
+	DRAGONS_EGG_SCREENSHOTS=docs/web $(VENV)/bin/pytest -q -p no:randomly \
+		tests/experiments/web/test_web_browser.py
 
 lint: $(LINKS)
 	$(VENV)/bin/ruff check .
