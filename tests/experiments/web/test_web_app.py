@@ -300,3 +300,46 @@ def test_a_host_other_than_loopback_is_warned_about(site, monkeypatch, capsys):
     assert captured.out.startswith("serving http://127.0.0.1:")
     assert serve.is_loopback("127.0.0.1") and serve.is_loopback("::1")
     assert serve.is_loopback("localhost") and not serve.is_loopback("0.0.0.0")
+
+
+def test_a_match_ended_by_an_illegal_move_and_a_partial_one_are_drawn_to_their_end(client,
+                                                                                   site):
+    from dragons_egg_env import dragons_egg_v0
+    from dragons_egg_env.replay import partial_replay
+
+    env = dragons_egg_v0.env(num_players=3, num_rounds=1)
+    env.reset(seed=2)
+    for _ in range(4):
+        env.step(env.legal_actions()[0])
+    illegal = next(a for a in range(134) if a not in env.legal_actions())
+    who = env.agent_selection
+    env.step(illegal)
+    (site / "replays" / "illegal.json").write_text(json.dumps(env.to_replay()))
+    data = client.get("/api/frames", params={"path": "replays/illegal.json"}).json()
+    assert data["meta"]["illegal_move"] == [who, illegal]
+    assert "illegal move" in data["frames"][-2]["next"]["all"]
+    assert data["frames"][-1]["next"] is None and len(data["frames"]) == 6
+    cut = partial_replay(load_replay(site / "replays" / "match.json"), 20)
+    (site / "replays" / "cut.json").write_text(json.dumps(cut))
+    data = client.get("/api/frames", params={"path": "replays/cut.json"}).json()
+    assert len(data["frames"]) == 21 and not data["meta"]["finished"]
+
+
+def test_under_ci_a_missing_browser_fails_the_browser_tests_and_else_skips(tmp_path):
+    """``CI=true`` turns the skip of a missing browser into a failure that says why."""
+    import os
+    import subprocess
+    import sys
+
+    here = Path(__file__).parent
+    base = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:xdist",
+            "-p", "no:cacheprovider", str(here / "test_web_browser.py"), "-k",
+            "test_the_root_cannot_be_escaped_in_the_browser and etc", "--rootdir", str(here)]
+    env = {**os.environ, "DRAGONS_EGG_CHROMIUM": str(tmp_path / "no-chromium")}
+    env.pop("CI", None)
+    skipped = subprocess.run(base, env=env, capture_output=True, text=True, timeout=300)
+    assert skipped.returncode == 0 and "skipped" in skipped.stdout, skipped.stdout[-800:]
+    failed = subprocess.run(base, env={**env, "CI": "true"}, capture_output=True, text=True,
+                            timeout=300)
+    assert failed.returncode == 1, failed.stdout[-800:]
+    assert "CI=true and the browser tests cannot run: no Chromium at" in failed.stdout
