@@ -20,6 +20,8 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import (
     FileResponse,
@@ -230,6 +232,9 @@ class WebApp:
         return data
 
     async def api_new(self, request: Request) -> Response:
+        refused = _not_json(request)
+        if refused is not None:
+            return refused
         try:
             body = await request.json()
             if not isinstance(body, dict):
@@ -245,6 +250,9 @@ class WebApp:
             session = self.sessions.get(request.path_params["sid"])
         except KeyError:
             return JSONResponse({"error": "no such match (the server restarted?)"}, 404)
+        refused = _not_json(request)
+        if refused is not None:
+            return refused
         try:
             body = await request.json()
         except ValueError:
@@ -281,9 +289,13 @@ class WebApp:
         with session.lock:
             return JSONResponse(self._payload(session))
 
-    def app(self) -> Starlette:
-        """The ASGI application."""
-        return Starlette(routes=[
+    def app(self, hosts: tuple[str, ...] = ()) -> Starlette:
+        """The ASGI application; with ``hosts``, requests naming another host in their
+        ``Host`` header are refused (a page of another site that reaches this server through
+        a name of its own, DNS rebinding, gets nothing)."""
+        middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))] \
+            if hosts else []
+        return Starlette(middleware=middleware, routes=[
             Route("/", self.home), Route("/replays", self.replays),
             Route("/tournament", self.tournament), Route("/replay", self.replay),
             Route("/api/frames", self.frames), Route("/file", self.file),
@@ -301,6 +313,16 @@ class WebApp:
             yield
         finally:
             await run_in_threadpool(self.sessions.leave_all)
+
+
+def _not_json(request: Request) -> Response | None:
+    """A 415 for a request to start or move that is not JSON: a form or text another site's
+    page could send without the browser asking this server first."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        return JSONResponse({"error": "send the request as application/json"},
+                            status_code=415)
+    return None
 
 
 def play_form() -> str:
@@ -351,10 +373,11 @@ def play_form() -> str:
 
 
 def make_app(root: str | Path, save_dir: str | Path | None = None,
-             allow_code: tuple[str, ...] = ()) -> Starlette:
+             allow_code: tuple[str, ...] = (), hosts: tuple[str, ...] = ()) -> Starlette:
     """The ASGI application serving ``root`` (Play saves under ``save_dir``, default
-    ``root/played``; ``allow_code``: the specs that may run code)."""
-    return WebApp(root, save_dir, allow_code).app()
+    ``root/played``; ``allow_code``: the specs that may run code; ``hosts``: the only
+    ``Host`` headers answered, when given)."""
+    return WebApp(root, save_dir, allow_code).app(hosts)
 
 
 __all__ = ["WebApp", "make_app", "play_form", "SERVED_FILES"]

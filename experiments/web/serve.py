@@ -100,7 +100,10 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
 
     from .app import make_app
 
-    app = make_app(root, args.save_dir, tuple(args.allow_code))
+    # on loopback, only the names of this machine (no page of another site through DNS
+    # rebinding); another --host is reachable under any name the user gives it
+    hosts = ("127.0.0.1", "localhost", "::1", "[::1]") if is_loopback(args.host) else ()
+    app = make_app(root, args.save_dir, tuple(args.allow_code), hosts)
     sock = _bind(args.host, args.port, parser)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in str(host) else host

@@ -343,3 +343,18 @@ def test_under_ci_a_missing_browser_fails_the_browser_tests_and_else_skips(tmp_p
                             timeout=300)
     assert failed.returncode == 1, failed.stdout[-800:]
     assert "CI=true and the browser tests cannot run: no Chromium at" in failed.stdout
+
+
+def test_play_requests_must_be_json_and_a_loopback_server_answers_its_own_names(site,
+                                                                             tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = TestClient(make_app(site, tmp_path, hosts=("127.0.0.1", "localhost")),
+                       base_url="http://127.0.0.1:8765")
+        other = TestClient(make_app(site, tmp_path, hosts=("127.0.0.1", "localhost")),
+                           base_url="http://evil.example:8765")
+    res = c.post("/api/play", content='{"players": 2}', headers={"content-type": "text/plain"})
+    assert res.status_code == 415 and "application/json" in res.json()["error"]
+    assert c.post("/api/play", json={"players": 2, "rounds": 1}).status_code == 200
+    assert other.get("/replays").status_code == 400
+    assert other.post("/api/play", json={"players": 2}).status_code == 400
