@@ -91,6 +91,11 @@ lists every forfeit and the run goes on; with ``"stop"`` the run stops
 (:class:`AgentFailed`), the failing match is not recorded, and a resume plays it again.
 ``move_timeout`` needs ``signal.setitimer`` (Unix).
 
+Replays. With ``save_replays=True`` (``--save-replays``) every match's replay is kept too,
+compressed, as ``replays/seqS-rotR.json.gz``, written whole before the match's line (which
+names it in ``replay``); the setting is saved and kept by a resume, so a folder holds the
+replays of all its matches or of its forfeits only. ``dragons-egg serve`` shows them.
+
 Worker processes. With ``workers > 1``, and with one worker when there is a move timeout,
 matches play in watched worker processes
 (:mod:`~dragons_egg.experiments.evaluation.tournament.pool`,
