@@ -116,7 +116,7 @@ FROZEN_ON_RESUME = {"ppo.hidden": "the checkpoint's network has its layer sizes"
 #: and ``--overwrite`` removes exactly these.
 RUN_FILES = ("config.json", "config_history.json", "checkpoints", "policies", "eval.csv",
              "eval-before-resume-*.csv", "eval_*.csv", "learning_curve.png", "summary.json",
-             "final.npz", "tb")
+             "final.npz", "tb", "exploiters")
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
@@ -406,12 +406,24 @@ class Run(TrainerRun):
 
     def _add_snapshot(self) -> None:
         path = self.dir / "policies" / f"snapshot_{self.samples}.npz"
-        export_policy(self.learner.model, self.cfg, path, self._provenance(), self.learner.table)
+        export_policy(self.learner.model, self.cfg, path, self.provenance(), self.learner.table)
         self.league.append(str(path))
-        self.league = self.league[-self.cfg.league.max_snapshots:]
+        # the last max_snapshots snapshots; the league's exploiters stay (their own cap)
+        snaps = [p for p in self.league if Path(p).name.startswith("snapshot_")]
+        old = set(snaps[:-self.cfg.league.max_snapshots])
+        self.league = [p for p in self.league if p not in old]
         self._sync_league()
 
-    def _provenance(self) -> dict[str, Any]:
+    def set_exploiters(self, paths: list[str]) -> None:
+        """The league's exploiters (:mod:`.exploiters`): its members besides the snapshots
+        (and the league agents)."""
+        self.league = [p for p in self.league if Path(p).name.startswith("snapshot_")]
+        self.league += paths
+        self._sync_league()
+
+    def provenance(self) -> dict[str, Any]:
+        """The provenance a policy file of the run records now (trainer, samples, settings,
+        plug-ins)."""
         out = {"trainer": "dragons_egg.experiments.training.selfplay", "samples": self.samples,
                "updates": self.updates, "seconds": round(self.seconds, 1),
                "config": dataclasses.asdict(self.cfg), "plugins": self.plugin_record()}
@@ -598,7 +610,7 @@ class Run(TrainerRun):
         t0 = time.perf_counter()
         path = export_policy(self.learner.model, cfg,
                              self.dir / "policies" / f"policy_{self.samples}.npz",
-                             self._provenance(), self.learner.table)
+                             self.provenance(), self.learner.table)
         row = {"samples": self.samples, "seconds": round(self.seconds, 1)}
         row.update(cfg.evaluate(f"net:path={path}", players=cfg.eval_players,
                                 seed=cfg.seed + 7919 * len(self.history),
@@ -623,7 +635,7 @@ class Run(TrainerRun):
             self.run_eval()
         self.save()
         final = export_policy(self.learner.model, self.cfg, self.dir / "final.npz",
-                              self._provenance(), self.learner.table)
+                              self.provenance(), self.learner.table)
         budget = {**(self.budget or self.sample_budget()), "trained": self.samples,
                   "overshoot": max(self.samples - self.cfg.total_samples, 0)}
         write_atomically(self.dir / "summary.json", json.dumps(json_ready({

@@ -39,6 +39,7 @@ from dragons_egg.experiments.training.counterfactual import (
     EggCounterfactualSettings,
     TributeCounterfactualSettings,
 )
+from dragons_egg.experiments.training.exploiters import ExploiterSettings
 from dragons_egg.experiments.training.hooks import CollectionHook, UpdateHook
 from dragons_egg.experiments.training.oracle import (
     CentralCriticSettings,
@@ -242,6 +243,8 @@ class SelfPlayConfig(RulesSettings, RunSettings):
     critic: CentralCriticSettings = CentralCriticSettings()
     #: Plug-in: the hand-prediction auxiliary head (off by default).
     belief: HandPredictionSettings = HandPredictionSettings()
+    #: Plug-in: exploiters, best responses to the learner, in the league (off by default).
+    exploiters: ExploiterSettings = ExploiterSettings()
     #: Evaluate every this many samples (0: only at the end).
     eval_every: int = 500_000
     #: Save ``checkpoints/latest.pt`` every this many samples (0: only at the end).
@@ -278,6 +281,8 @@ class SelfPlayConfig(RulesSettings, RunSettings):
             out["critic"] = self.critic
         if self.belief.hand_prediction > 0:
             out["belief"] = self.belief
+        if self.exploiters.on:
+            out["exploiters"] = self.exploiters
         return out
 
     def network_parts(self, obs_size: int) -> dict[str, Any]:
@@ -289,8 +294,14 @@ class SelfPlayConfig(RulesSettings, RunSettings):
     def plugin_callbacks(self) -> list[TrainerCallback]:
         """The hooks of the plug-ins that are on and act around the loop
         (:mod:`.callbacks`): the search targets' (they load their folder at the start of
-        the run and add their figures to each evaluation)."""
-        return [self.search.callback()] if self.search.search_targets else []
+        the run and add their figures to each evaluation), the exploiters' (they train a
+        best response to the learner when one is due and add it to the league)."""
+        out: list[TrainerCallback] = []
+        if self.search.search_targets:
+            out.append(self.search.callback())
+        if self.exploiters.on:
+            out.append(self.exploiters.callback())
+        return out
 
     def collection_hooks(self, seed: int) -> list[CollectionHook]:
         """The hooks of the plug-ins that are on inside a collector seeded ``seed``
@@ -342,6 +353,13 @@ class SelfPlayConfig(RulesSettings, RunSettings):
         require(not cf.tribute_cf_replay or not egg.egg_counterfactual,
                 f"tribute_cf_replay ({cf.tribute_cf_replay}) keeps tribute decisions only; "
                 f"it cannot go with egg_counterfactual ({egg.egg_counterfactual})")
+        require(not self.exploiters.on or self.league.opponent_share > 0,
+                f"exploiters play in the league, which opponent_share "
+                f"{self.league.opponent_share} seats nowhere")
+        require(not self.exploiters.on or all(
+            n <= self.max_players for n in self.exploiters.exploiter_players),
+            f"exploiter_players {list(self.exploiters.exploiter_players)} go past "
+            f"max_players {self.max_players}")
         require(not self.table.tribute_table or cf.on,
                 "tribute_table learns from counterfactual give-back decisions, which "
                 "tribute_counterfactual 0 makes none of")

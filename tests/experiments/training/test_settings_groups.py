@@ -38,7 +38,8 @@ def test_the_core_holds_at_most_25_settings_and_the_plugins_live_in_their_module
     assert {n: g.__module__.rsplit(".", 1)[1] for n, g in groups.items()} == {
         "ppo": "settings", "collection": "settings", "league": "settings",
         "tribute_cf": "counterfactual", "egg_cf": "counterfactual", "table": "tribute_table",
-        "search": "search_targets", "critic": "oracle", "belief": "oracle"}
+        "search": "search_targets", "critic": "oracle", "belief": "oracle",
+        "exploiters": "exploiters"}
     assert groups["tribute_cf"] is counterfactual.TributeCounterfactualSettings
     assert groups["table"] is tribute_table.TributeTableSettings
     assert groups["search"] is search_targets.SearchTargetSettings
