@@ -234,3 +234,21 @@ def test_the_pages_fit_a_phones_width(server, browser, shots, path, name):
     assert width <= 390, f"{path} is {width}px wide at a 390px viewport"
     page.screenshot(path=str(shots / name), full_page=True)
     context.close()
+
+
+def test_leaving_the_play_page_saves_the_match(server, page):
+    page.goto(url(server, "/play"))
+    page.fill("#seed", "31")
+    with page.expect_response(lambda r: r.url.endswith("/api/play")) as info:
+        page.click("#start")
+    sid = info.value.json()["id"]
+    page.wait_for_selector("#moves button.move")
+    page.goto(url(server, "/replays"))  # pagehide: the page tells the server it leaves
+    for _ in range(100):
+        saved = list(server["save_dir"].glob(f"play-*-seed31-{sid}.json"))
+        if saved:
+            break
+        page.wait_for_timeout(100)
+    assert saved, "leaving the page saved no replay"
+    check = check_replay(saved[0])
+    assert check.partial and not check.finished
