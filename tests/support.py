@@ -79,20 +79,21 @@ def shuffled_hidden(s: E.State, observer: int, rng: random.Random) -> E.State:
     return t
 
 
-def small_policy(path, seed=0, seconds=100.0, hidden=16):
-    """A random 8-seat policy file with provenance, as the self-play trainer writes them."""
+def small_policy(path, seed=0, seconds=100.0, hidden=16, max_players=8):
+    """A random policy file of ``max_players`` seats with provenance, as the self-play trainer
+    writes them."""
     from dragons_egg.agents.netpolicy import NetPolicy
     from dragons_egg_env.actions import NUM_ACTIONS
     from dragons_egg_env.observation import layout
 
     rng = np.random.default_rng(seed)
-    size = layout(8).size
+    size = layout(max_players).size
     layers = [(rng.normal(0, 0.1, (size, hidden)).astype(np.float32),
                np.zeros(hidden, np.float32))]
     pi = (rng.normal(0, 0.5, (hidden, NUM_ACTIONS)).astype(np.float32),
           rng.normal(0, 0.5, NUM_ACTIONS).astype(np.float32))
     v = (np.zeros((hidden, 1), np.float32), np.zeros(1, np.float32))
-    meta = {"max_players": 8, "obs_size": size, "num_actions": NUM_ACTIONS,
+    meta = {"max_players": max_players, "obs_size": size, "num_actions": NUM_ACTIONS,
             "hidden": [hidden], "activation": "tanh",
             "provenance": {"trainer": "test", "samples": 10, "updates": 1, "seconds": seconds}}
     return NetPolicy(layers, pi, v, meta).save(path)

@@ -160,7 +160,9 @@ def render(root: Path = ROOT) -> tuple[str, list[tuple[Path, Path]]]:
             move = f"{sum(timing) / len(timing):.4f}" if timing else "n/a"
             lines.append(f"| `{card.agent}` | {card.tier} | {card.suite.name} "
                          f"`{card.suite.digest[:12]}` | {_interval(card.headline)} | "
-                         f"{len(card.cells)} | {move} | "
+                         f"{len(card.cells)}"
+                         + (f" ({len(card.not_played)} not played)" if card.not_played else "")
+                         + f" | {move} | "
                          f"`{folder.relative_to(root)}` |")
         lines.append("")
         lines += _plots([(folder, f"`{card.agent}`, {card.tier} tier",

@@ -89,13 +89,19 @@ class ScoreCard(_Strict):
     headline: Interval
     timing: dict[str, float | None]
     digest: str = ""
+    #: The tier's cells the agent cannot play (a learned policy plays tables up to the size
+    #: it was trained for), by key, with why; the headline is over the cells it plays.
+    not_played: dict[str, str] = Field(default_factory=dict)
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     def body(self) -> dict[str, Any]:
-        """The card's JSON without its digest."""
+        """The card's JSON without its digest (and without ``not_played`` when empty, as the
+        cards written before it had none)."""
         data = self.model_dump(by_alias=True)
         data.pop("digest")
+        if not data["not_played"]:
+            data.pop("not_played")
         return data
 
     def sealed(self) -> ScoreCard:
@@ -111,7 +117,10 @@ class ScoreCard(_Strict):
 
     def to_text(self) -> str:
         """The ``scorecard.json`` text."""
-        return json.dumps(self.model_dump(by_alias=True), indent=1) + "\n"
+        data = self.model_dump(by_alias=True)
+        if not data["not_played"]:
+            data.pop("not_played")
+        return json.dumps(data, indent=1) + "\n"
 
 
 def read_card(path: str | Path) -> ScoreCard:
@@ -223,6 +232,10 @@ def markdown(card: ScoreCard) -> str:
              f"digest `{s.digest}`), tier `{card.tier}`.", "",
              f"**Headline** (mean over the {len(card.cells)} cells of the paired difference "
              f"to the population's own seat): **{_fmt(card.headline, True)}**", "",
+             *([f"Not played ({len(card.not_played)} cells of the tier, left out of the "
+                "headline): " + "; ".join(f"`{k}`" for k in card.not_played)
+                + f". Why: {next(iter(card.not_played.values()))}", ""]
+               if card.not_played else []),
              "| players | population | sequences | mean match score | mean place | "
              "paired difference | ms per move |", "|---:|---|---:|---:|---:|---:|---:|"]
     for c in card.cells:

@@ -63,6 +63,26 @@ class Request:
         return f"dragons-egg benchmark {self.agent}{suite} --tier {self.tier}{timeout}"
 
 
+def playable(req: Request) -> tuple[list[Cell], dict[str, str]]:
+    """The tier's cells the agent can play, and those it cannot (by key, with why: a
+    learned policy plays tables up to the size it was trained for); an :class:`OutputError`
+    when it can play none."""
+    from dragons_egg.agents import table_limit
+
+    limit = table_limit(req.agent)
+    cells, skipped = [], {}
+    for cell in req.suite.tier_cells(req.tier):
+        if limit is not None and cell.players > limit:
+            skipped[cell.key] = (f"{req.agent} plays tables of up to {limit} players (the "
+                                 "size its policy was trained for)")
+        else:
+            cells.append(cell)
+    if not cells:
+        raise OutputError(f"{req.agent} can play none of the tier's cells: "
+                          f"{next(iter(skipped.values()))}")
+    return cells, skipped
+
+
 def cell_configs(req: Request, cell: Cell, out: Path) -> tuple[TournamentConfig,
                                                                 TournamentConfig]:
     """The cell's two tournaments: the agent's and the population's own (reference)."""
@@ -103,7 +123,7 @@ def run_benchmark(req: Request, out_dir: str | os.PathLike[str], *, resume: bool
     stopped early (Ctrl-C, an agent failing with ``on_agent_error="stop"``) keeps every
     finished match; resuming it gives the same card."""
     out = Path(out_dir)
-    for cell in req.suite.tier_cells(req.tier):  # every agent spec and setting, before play
+    for cell in playable(req)[0]:  # every agent spec and setting, before play
         cell_configs(req, cell, out)
     prepare_out_dir(out)
     lock = FolderLock(out, "benchmark folder")
@@ -130,7 +150,10 @@ def run_benchmark(req: Request, out_dir: str | os.PathLike[str], *, resume: bool
 
 
 def _play(req: Request, out: Path, progress: bool, say: Callable[[str], None]) -> ScoreCard:
-    cells = req.suite.tier_cells(req.tier)
+    cells, skipped = playable(req)
+    if skipped:
+        say(f"{len(skipped)} of the tier's {len(cells) + len(skipped)} cells are left out: "
+            f"{next(iter(skipped.values()))}")
     cards, timing = [], {}
     for i, cell in enumerate(cells, 1):
         mine, theirs = cell_configs(req, cell, out)
@@ -154,7 +177,7 @@ def _play(req: Request, out: Path, progress: bool, say: Callable[[str], None]) -
                                       digest=req.digest,
                                       published=PUBLISHED.get(req.suite_name) == req.digest),
         tier=req.tier, agent=req.agent, command=req.command(), cells=cards,
-        headline=interval(head), timing=timing).sealed()
+        headline=interval(head), timing=timing, not_played=skipped).sealed()
     write_atomically(out / CARD, card.to_text())
     write_atomically(out / CARD_MD, markdown(card))
     plot(card, out / CARD_PNG)

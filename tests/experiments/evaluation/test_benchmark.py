@@ -220,6 +220,31 @@ def test_compare_gives_paired_differences_of_two_cards(tiny, tmp_path, capsys):
         json.dumps(result.to_json()))
 
 
+def test_an_agent_that_cannot_play_a_size_is_scored_on_the_cells_it_plays(tiny, tmp_path,
+                                                                         capsys):
+    """A 2-seat policy on the tiny suite (cells at 2 and 3 players): its card holds the
+    2-player cell, names the 3-player one as not played and why, and its headline is the
+    played cell's; compared with a full card, the comparison pairs the common cell and names
+    the other as left out."""
+    from support import small_policy
+
+    pol = small_policy(tmp_path / "two.npz", max_players=2)
+    spec = f"net:path={pol}"
+    card = bench(spec, tiny, tmp_path / "two", capsys)
+    assert [c.key for c in card.cells] == ["p2-greedy"]
+    assert list(card.not_played) == ["p3-mixed"]
+    assert "plays tables of up to 2 players" in card.not_played["p3-mixed"]
+    assert card.headline.mean == pytest.approx(card.cells[0].paired_difference.mean)
+    assert read_card(tmp_path / "two" / "scorecard.json") == card
+    md = (tmp_path / "two" / "scorecard.md").read_text()
+    assert "Not played" in md and "`p3-mixed`" in md
+    full = bench("greedy", tiny, tmp_path / "g", capsys)
+    assert "not_played" not in json.loads((tmp_path / "g" / "scorecard.json").read_text())
+    result = compare_cards(card, full)
+    assert [c.key for c in result.cells] == ["p2-greedy"]
+    assert result.left_out == ("p3-mixed",) and "Left out" in result.table()
+
+
 def test_compare_refuses_cards_of_other_suites_or_tiers(tmp_path, capsys):
     a = tiny_suite(tmp_path / "a.json", seed=11, quick=10)
     b = tiny_suite(tmp_path / "b.json", seed=21, quick=10)
