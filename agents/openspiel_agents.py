@@ -7,6 +7,9 @@
   ``ResampleFromInfostate``, which a Python game's ``resample_from_infostate`` does not
   override (``docs/openspiel.md``).
 - :class:`AgentBot`: one of our agents as a ``pyspiel.Bot`` that plays the pyspiel game.
+- :func:`train_rl_agent`: OpenSpiel's PyTorch DQN trained in its ``rl_environment`` on
+  ``python_dragons_egg`` against uniform random play, measured before and after
+  (:class:`RLRun`); it also needs torch (the ``train`` extra).
 
 pyspiel is imported only when such an agent or bot is made; without the extra that is a
 one-line error naming it.
@@ -14,7 +17,11 @@ one-line error naming it.
 
 from __future__ import annotations
 
+import math
 import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -175,5 +182,198 @@ def agent_bot(agent: Agent, player_id: int, game: Any) -> Any:
     return AgentBot()
 
 
-__all__ = ["OpenSpielISMCTSAgent", "agent_bot", "ismcts_bot", "install_sampler", "game_params",
-           "state_from_observation"]
+#: The DQN settings of :func:`train_rl_agent` (``open_spiel.python.pytorch.dqn.DQN`` keywords;
+#: ``epsilon_decay_duration`` is set from the episodes). Where they differ from DQN's defaults:
+#: a linear epsilon schedule (the default ``"exp"`` one never goes below
+#: ``end + 0.37 (start - end)``), Adam at 1e-3, a Huber loss, a small network.
+DQN_SETTINGS: dict[str, Any] = {
+    "hidden_layers_sizes": [64], "batch_size": 64, "replay_buffer_capacity": 20_000,
+    "learning_rate": 1e-3, "optimizer_str": "adam", "learn_every": 4,
+    "update_target_network_every": 250, "min_buffer_size_to_learn": 1000,
+    "epsilon_start": 1.0, "epsilon_end": 0.05, "epsilon_decay_schedule_str": "linear",
+    "loss_str": "huber"}
+
+#: Learner steps of epsilon's decay per training episode: about half the training (a learner
+#: sees about 20 steps per episode at 2 players, one round).
+EPSILON_STEPS_PER_EPISODE = 10
+
+#: The seeds of the evaluation episodes' deals and of the random players in them (the same
+#: for every evaluation, so that before, after and random play meet the same deals).
+EVAL_DEAL_SEED, EVAL_OPPONENT_SEED, EVAL_RANDOM_SEED = 12_345, 777, 999
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean over evaluation episodes and the half-width of its 95% interval (normal
+    approximation: ``1.96 * sd / sqrt(n)``)."""
+
+    mean: float
+    half_width: float
+
+    @property
+    def low(self) -> float:
+        """The interval's lower end."""
+        return self.mean - self.half_width
+
+    @property
+    def high(self) -> float:
+        """The interval's upper end."""
+        return self.mean + self.half_width
+
+    def __str__(self) -> str:
+        return f"{self.mean:+.3f} ± {self.half_width:.3f}"
+
+
+def estimate(xs: Any) -> Estimate:
+    """The :class:`Estimate` of a sequence of at least two numbers."""
+    a = np.asarray(xs, dtype=float)
+    return Estimate(float(a.mean()), float(1.96 * a.std(ddof=1) / math.sqrt(len(a))))
+
+
+@dataclass(frozen=True)
+class RLRun:
+    """What :func:`train_rl_agent` measured: seat 0's mean return against uniform random play
+    at the other seats over the same ``eval_episodes`` deals, for uniform random play at seat
+    0 (``random``), the untrained learner (``before``) and the trained one (``after``), both
+    greedy; ``improvement`` is the paired difference ``after - before`` per deal. The
+    training loop's seconds: ``train_seconds`` on the clock, ``train_cpu_seconds`` of this
+    process."""
+
+    episodes: int
+    eval_episodes: int
+    random: Estimate
+    before: Estimate
+    after: Estimate
+    improvement: Estimate
+    train_seconds: float
+    train_cpu_seconds: float
+    learner: Any  # the trained open_spiel.python.pytorch.dqn.DQN
+
+
+class _UniformRandom:
+    """Uniform play over the legal actions from its own generator (OpenSpiel's
+    ``RandomAgent`` draws from numpy's global one, which the DQN reseeds)."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.RandomState(seed)
+
+    def __call__(self, legal: list[int]) -> int:
+        return int(legal[self.rng.randint(len(legal))])
+
+
+def _check_rl_options(players: int, episodes: int, eval_episodes: int, seed: int) -> None:
+    check_count("players", players, 2, 8)
+    check_count("episodes", episodes, 1, 10_000_000)
+    check_count("eval_episodes", eval_episodes, 2, 10_000_000)
+    check_count("seed", seed, 0, 2 ** 31 - 1)
+
+
+def train_rl_agent(players: int = 2, episodes: int = 3000, eval_episodes: int = 1000,
+                   seed: int = 0, params: dict[str, Any] | None = None,
+                   dqn_settings: dict[str, Any] | None = None,
+                   log: Callable[[str], None] | None = None) -> RLRun:
+    """Train OpenSpiel's PyTorch DQN at seat 0 of ``python_dragons_egg`` (``players`` seats,
+    one round, no tribute, unless ``params``, more ``pyspiel.load_game`` parameters, says
+    otherwise) in OpenSpiel's ``rl_environment`` with our observation vector
+    (``ObservationType.OBSERVATION``), against uniform random play at the other seats, for
+    ``episodes`` matches; evaluate seat 0 greedily before and after on the same
+    ``eval_episodes`` deals (:class:`RLRun`).
+
+    Everything is drawn from ``seed`` (the deals of training, the random players, the
+    network and DQN's numpy draws), so the same arguments give the same run; torch runs on
+    one thread. numpy's and torch's global generators and torch's thread count are restored
+    afterwards. ``dqn_settings`` overrides :data:`DQN_SETTINGS`. ``log`` gets a line of
+    progress five times during training. A bad argument is a one-line ``ValueError``; a
+    missing extra (``openspiel``, and torch of ``train``) a one-line ``MissingExtraError``."""
+    try:
+        _check_rl_options(players, episodes, eval_episodes, seed)
+    except ValueError as exc:
+        raise ValueError(f"train_rl_agent: {exc}") from None
+    require("train_rl_agent", "openspiel", "train", only=("pyspiel", "torch"))
+    install_sampler()
+    import pyspiel  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    import torch
+    from open_spiel.python import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
+        rl_environment,
+    )
+    from open_spiel.python.pytorch import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
+        dqn,
+    )
+
+    game = pyspiel.load_game("python_dragons_egg", {
+        "num_rounds": 1, "tribute_asks": 0, **(params or {}), "players": players})
+    obs_type = rl_environment.ObservationType.OBSERVATION
+
+    def environment(deal_seed: int) -> Any:
+        # Environment(seed=...) is no parameter of open_spiel 2.0's rl_environment (it is
+        # taken as a game setting and dropped): the deals' generator is the chance sampler.
+        return rl_environment.Environment(
+            game, observation_type=obs_type,
+            chance_event_sampler=rl_environment.ChanceEventSampler(deal_seed))
+
+    settings = {**DQN_SETTINGS,
+                "epsilon_decay_duration": EPSILON_STEPS_PER_EPISODE * episodes,
+                **(dqn_settings or {})}
+    np_state = np.random.get_state()
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        with torch.random.fork_rng(devices=[]):
+            env = environment(seed)
+            size = env.observation_spec()["info_state"][0]
+            learner = dqn.DQN(0, size, env.action_spec()["num_actions"], seed=seed, **settings)
+
+            def greedy(ts: Any) -> int:
+                return int(learner.step(ts, is_evaluation=True).action)
+
+            def evaluate(policy: Callable[[Any], int] | None) -> Any:
+                e = environment(EVAL_DEAL_SEED)
+                other = _UniformRandom(EVAL_OPPONENT_SEED)
+                mine = _UniformRandom(EVAL_RANDOM_SEED)
+                out = np.zeros(eval_episodes)
+                for i in range(eval_episodes):
+                    ts = e.reset()
+                    while not ts.last():
+                        p = ts.observations["current_player"]
+                        legal = ts.observations["legal_actions"][p]
+                        if p != 0:
+                            a = other(legal)
+                        else:
+                            a = policy(ts) if policy is not None else mine(legal)
+                        ts = e.step([a])
+                    out[i] = ts.rewards[0]
+                return out
+
+            rand, before = evaluate(None), evaluate(greedy)
+            np.random.seed(seed)  # DQN's draws: the same whatever eval_episodes is
+            opponent = _UniformRandom(seed + 1)
+            start, wall = time.process_time(), time.perf_counter()
+            recent: list[float] = []
+            every = max(1, episodes // 5)
+            for ep in range(episodes):
+                ts = env.reset()
+                while not ts.last():
+                    if ts.observations["current_player"] == 0:
+                        a = learner.step(ts).action
+                    else:
+                        a = opponent(ts.observations["legal_actions"][ts.current_player()])
+                    ts = env.step([a])
+                learner.step(ts)
+                recent.append(ts.rewards[0])
+                if log is not None and (ep + 1) % every == 0:
+                    log(f"episode {ep + 1}/{episodes}: mean return of the last {len(recent)} "
+                        f"{np.mean(recent):+.3f} (exploring), "
+                        f"{time.process_time() - start:.0f} s")
+                    recent = []
+            cpu, seconds = time.process_time() - start, time.perf_counter() - wall
+            after = evaluate(greedy)
+    finally:
+        torch.set_num_threads(threads)
+        np.random.set_state(np_state)
+    return RLRun(episodes, eval_episodes, estimate(rand), estimate(before), estimate(after),
+                 estimate(after - before), seconds, cpu, learner)
+
+
+__all__ = ["DQN_SETTINGS", "Estimate", "OpenSpielISMCTSAgent", "RLRun", "agent_bot", "estimate",
+           "game_params", "install_sampler", "ismcts_bot", "state_from_observation",
+           "train_rl_agent"]
