@@ -11,8 +11,8 @@
   ``python_dragons_egg`` against uniform random play, measured before and after
   (:class:`RLRun`); it also needs torch (the ``train`` extra).
 
-pyspiel is imported only when such an agent or bot is made; without the extra that is a
-one-line error naming it.
+pyspiel (and torch, for :func:`train_rl_agent`) is imported only when such an agent or bot
+is made or the function runs; without the extra that is a one-line error naming it.
 """
 
 from __future__ import annotations

@@ -55,6 +55,25 @@ def test_bad_arguments_are_one_line_errors(kwargs, needle):
     assert str(info.value).startswith("train_rl_agent: ") and "\n" not in str(info.value)
 
 
+def test_without_torch_it_names_the_train_extra_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    from extras_blocker import blocking_env
+    code = ("from dragons_egg.agents.openspiel_agents import train_rl_agent\n"
+            "try:\n"
+            "    train_rl_agent(episodes=5)\n"
+            "except ImportError as e:\n"
+            "    print('ERR', e)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, env=blocking_env(tmp_path / "site", ["torch"]),
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ERR train_rl_agent"), proc.stdout
+    assert "'train' extra" in lines[0] and "torch" in lines[0] and "pip install" in lines[0]
+
+
 def test_estimate_is_the_mean_and_its_95_percent_interval():
     e = estimate([1.0, -1.0] * 50)
     assert e.mean == 0.0
