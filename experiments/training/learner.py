@@ -11,7 +11,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from dragons_egg.experiments.training.counterfactual import CounterfactualLoss, tribute_rows
-from dragons_egg.experiments.training.network import build_network, torch_module
+from dragons_egg.experiments.training.network import (
+    build_network,
+    load_initial_weights,
+    torch_module,
+)
 from dragons_egg.experiments.training.tribute_table import TableHook
 
 if TYPE_CHECKING:
@@ -34,6 +38,8 @@ class Learner:
         self.torch = torch
         self.cfg = cfg
         self.model = build_network(cfg)
+        if cfg.ppo.init_policy:
+            load_initial_weights(self.model, cfg, cfg.ppo.init_policy)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.ppo.learning_rate, eps=1e-5)
         self.gen = torch.Generator().manual_seed(cfg.seed)
         #: Called after each minibatch's backward pass, before clipping and the step: a

@@ -62,6 +62,34 @@ def build_network(cfg: SelfPlayConfig) -> nn.Module:
     return model
 
 
+def load_initial_weights(model: Any, cfg: SelfPlayConfig, path: str | Path) -> None:
+    """Copy the trunk, action head and value head of the policy file ``path`` into ``model``
+    (``ppo.init_policy``); a ``ValueError`` naming the file when it cannot be read or is not
+    of the network's shape (hidden sizes, seats, activation)."""
+    import torch
+
+    from dragons_egg.agents.netpolicy import load_policy_file
+
+    try:
+        pol = load_policy_file(path)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"init_policy {path}: {exc}") from None
+    want = (list(cfg.ppo.hidden), cfg.max_players, "tanh")
+    got = (list(pol.meta.get("hidden", [])), pol.max_players, pol.meta.get("activation"))
+    if got != want:
+        raise ValueError(f"init_policy {path} is a network of hidden {got[0]}, max_players "
+                         f"{got[1]}, activation {got[2]}; this run's is hidden {want[0]}, "
+                         f"max_players {want[1]}, activation tanh")
+    lin = [m for m in model.trunk if hasattr(m, "weight")]
+    with torch.no_grad():
+        for m, (w, b) in zip(lin, pol.layers, strict=True):
+            m.weight.copy_(torch.from_numpy(w.T.copy()))
+            m.bias.copy_(torch.from_numpy(b.copy()))
+        for m, (w, b) in ((model.pi, pol.pi), (model.v, pol.v)):
+            m.weight.copy_(torch.from_numpy(w.T.copy()))
+            m.bias.copy_(torch.from_numpy(b.reshape(-1).copy()))
+
+
 def export_policy(model: Any, cfg: SelfPlayConfig, path: Path, provenance: dict[str, Any],
                   table: GiveBackTable | None = None) -> Path:
     """Write the network as an ``dragons_egg.agents.netpolicy`` file (numpy arrays); with the
@@ -85,4 +113,5 @@ def new_table(cfg: SelfPlayConfig) -> GiveBackTable | None:
     return cfg.table.new_table(cfg.max_players)
 
 
-__all__ = ["torch_module", "build_network", "export_policy", "new_table"]
+__all__ = ["torch_module", "build_network", "export_policy", "load_initial_weights",
+           "new_table"]

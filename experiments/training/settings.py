@@ -116,6 +116,11 @@ class PPOSettings(SettingsGroup):
     #: ask or a give-back with what the value function makes of the hand it leads to, rather
     #: than with the noisy outcome of the whole round.
     tribute_lambda: float | None = None
+    #: A policy file (``dragons_egg.agents.netpolicy``, of this network's shape) whose trunk,
+    #: action head and value head the network starts from, instead of random weights (a
+    #: fresh run only; a resume loads its checkpoint). The ``exploiters`` plug-in starts its
+    #: best responses from the learner so. Empty: random weights.
+    init_policy: str = ""
 
     def check(self) -> None:
         super().check()
