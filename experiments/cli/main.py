@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable
 from typing import NamedTuple, Protocol, TextIO
@@ -140,7 +141,22 @@ def main(argv: list[str] | None = None, read: Callable[[str], str] = stdin_reade
          out: TextIO | None = None) -> int:
     """Run ``dragons-egg`` with the command line ``argv`` (default: the process's); a
     delegated subcommand (:data:`DELEGATED`) gets the rest of it as it is. ``read`` and
-    ``out`` are the terminal of ``play`` and ``replay``. Returns the exit status."""
+    ``out`` are the terminal of ``play`` and ``replay``. Returns the exit status. Output
+    piped into a reader that stops early (``| head``) ends the command quietly, with the
+    status 141 a shell gives a command killed by SIGPIPE, not a traceback."""
+    try:
+        return dispatch(argv, read, out)
+    except BrokenPipeError:
+        # what is still buffered for the closed pipe goes nowhere (the interpreter's own
+        # flush at exit would raise again)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+
+
+def dispatch(argv: list[str] | None, read: Callable[[str], str],
+             out: TextIO | None) -> int:
+    """:func:`main`'s work: the command line parsed and its command run."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in DELEGATED:  # before parsing: the module parses its own arguments
         return run_delegated(argv[0], argv[1:])

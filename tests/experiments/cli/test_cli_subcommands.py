@@ -140,3 +140,24 @@ def test_every_delegated_module_still_runs_as_python_m(name):
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     assert f"python -m {EXPECTED[name]}" in res.stdout, res.stdout
+
+
+def test_output_into_a_pipe_closed_early_ends_quietly(tmp_path):
+    """``dragons-egg tournament compare A B | head``: the reader closes the pipe before the
+    command has written; the command ends with status 141 and no traceback (it printed a
+    BrokenPipeError's before)."""
+    import os
+
+    out = tmp_path / "t"
+    assert main(["tournament", "random", "greedy", "--players", "2", "--matches", "20",
+                 "--out", str(out), "--no-progress"]) == 0
+    # unbuffered: the first print meets the closed pipe (buffered, a short table would wait
+    # in the buffer for the interpreter's exit)
+    proc = subprocess.Popen([sys.executable, "-m", "dragons_egg.experiments.cli.main",
+                             "tournament", "compare", str(out), str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc.stdout.close()  # before it writes
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err
+    assert "Traceback" not in err and "BrokenPipe" not in err
