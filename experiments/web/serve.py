@@ -115,7 +115,10 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     saves = Path(args.save_dir) if args.save_dir else root / "played"
     print(f"serving http://{shown}:{port}/ (root {root.resolve()}; Play saves to "
           f"{saves.resolve()}); Ctrl-C stops", flush=True)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    # log_config=None: uvicorn's own logging.config.dictConfig would close every handler
+    # already installed in the process (a host program's, pytest's capture); its loggers
+    # still log at log_level through the root logger's handlers
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", log_config=None)
     server = uvicorn.Server(config)
     try:
         server.run(sockets=[sock])
