@@ -75,6 +75,9 @@ NOT_RUN_HERE = {
     "dragons-egg train --address auto":
         "joins a running Ray cluster: tests/experiments/training/test_distributed.py starts a "
         "two-node cluster on loopback and trains on it",
+    "dragons-egg serve":
+        "a server that runs until Ctrl-C: tests/experiments/web/ start it on loopback and "
+        "drive its pages in a browser",
 }
 
 
