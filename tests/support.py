@@ -195,3 +195,24 @@ class Interrupter(HeuristicAgent):
             raise KeyboardInterrupt
         return super().act(observation, mask)
 '''
+
+
+def tournament_cli(argv, capsys):
+    """Run the tournament's command line in this process: (exit status, stdout, stderr)."""
+    from dragons_egg.experiments.evaluation.tournament import main
+
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def json_lines(path):
+    """The JSON objects of a file of one per line (a tournament's ``results.jsonl``)."""
+    import json
+    from pathlib import Path
+
+    return [json.loads(x) for x in Path(path).read_text().splitlines() if x]
+

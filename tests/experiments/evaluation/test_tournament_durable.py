@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from support import interrupter_source
+from support import json_lines as lines
+from support import tournament_cli as cli
 
 from dragons_egg import agents
 from dragons_egg.experiments.evaluation import tournament as T
@@ -148,18 +150,6 @@ def bots(tmp_path, monkeypatch):
     sys.modules.pop("durable_bots", None)
 
 
-def cli(argv, capsys):
-    """Run the command in this process: (exit status, stdout, stderr)."""
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def lines(path):
-    return [json.loads(x) for x in Path(path).read_text().splitlines() if x]
 
 
 def strip(results):

@@ -9,26 +9,17 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from support import json_lines as lines
+from support import tournament_cli as cli
 
 from dragons_egg.experiments.evaluation import tournament as T
-from dragons_egg.experiments.evaluation.tournament import TournamentConfig, main, run_tournament
+from dragons_egg.experiments.evaluation.tournament import TournamentConfig, run_tournament
 from dragons_egg_env.replay import ReplayError, check_replay, load_replay
 
 BASE = ["heuristic", "random", "--players", "2", "--matches", "6", "--rounds", "2", "--seed",
         "3", "--bootstrap", "100", "--workers", "1", "--no-progress"]
 
 
-def cli(argv, capsys):
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def lines(path):
-    return [json.loads(x) for x in Path(path).read_text().splitlines() if x]
 
 
 def test_every_match_keeps_a_compressed_replay_that_verifies_and_matches_its_line(
