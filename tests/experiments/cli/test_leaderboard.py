@@ -96,3 +96,60 @@ def test_a_damaged_record_is_refused_by_name(tmp_path):
     (card / "scorecard.json").write_text(text)
     with pytest.raises(L.LeaderboardError, match="scorecard.json"):
         L.render(tmp_path)
+
+
+def _referee(root: Path, agent: str, players: int, diff: float, *, partial: bool = False,
+             referee: str = "openspiel-ismcts:iterations=50") -> Path:
+    folder = root / "results" / "referee" / f"{agent}-{players}p"
+    folder.mkdir(parents=True)
+    seat = {"mean_place": _estimate(2.0), "mean_score": _estimate(-diff / 2), "matches": 300}
+    summary = {"labels": [referee, agent],
+               "agents": {referee: seat, agent: {**seat, "mean_score": _estimate(diff / 2)}},
+               "differences": {f"{agent} - {referee}": _estimate(diff),
+                               f"{referee} - {agent}": _estimate(-diff)},
+               "matches": 300, "sequences": 300 // players, "partial": partial,
+               "timing": {"ms_per_move": {referee: 210.0, agent: 0.5}}}
+    config = {"agents": [referee] + [agent] * (players - 1), "num_players": players,
+              "matches": 300, "seed": 50500 + players}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def test_the_referee_tournaments_are_listed_by_agent_and_size(tmp_path):
+    (tmp_path / "docs").mkdir()
+    assert "No referee tournament is committed yet." in L.render(tmp_path)[0]
+    _referee(tmp_path, "ppo", 6, 0.4)
+    _referee(tmp_path, "ppo", 2, 1.5)
+    _referee(tmp_path, "ismcts:iterations=50", 4, -0.25)
+    (tmp_path / "results" / "referee" / "differences.png").write_bytes(b"png")
+    L.write(tmp_path)
+    page = (tmp_path / "docs" / "leaderboard.md").read_text()
+    section = page[page.index("## Outside referee"):]
+    rows = [ln.split(" | ") for ln in section.splitlines() if ln.startswith("| `")]
+    assert [(r[0], r[1]) for r in rows] == [("| `ismcts:iterations=50`", "4"),
+                                            ("| `ppo`", "2"), ("| `ppo`", "6")]
+    assert rows[0][4] == "-0.250 [-0.350, -0.150]" and rows[1][4] == "+1.500 [+1.400, +1.600]"
+    assert rows[1][5] == "2.000 [1.900, 2.100]" and rows[1][6] == "210.0, 0.5"
+    assert rows[2][7] == "`results/referee/ppo-6p` |"
+    assert "](leaderboard/referee-differences.png)" in section
+    assert (tmp_path / "docs" / "leaderboard" / "referee-differences.png").read_bytes() == b"png"
+    assert L.stale_files(tmp_path) == []
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("partial", r"ppo-2p/summary.json: a partial tournament \(300 matches\)"),
+    ("lineup", r"ppo-2p/summary.json: a referee tournament seats one openspiel-\* agent"),
+    ("config", r"ppo-2p/config.json: not a tournament's config.json"),
+    ("summary", r"ppo-2p/summary.json: not a tournament's summary.json"),
+])
+def test_a_referee_record_that_is_not_one_is_refused_by_name(tmp_path, damage, message):
+    folder = _referee(tmp_path, "ppo", 2, 1.0, partial=damage == "partial",
+                      referee="heuristic" if damage == "lineup" else
+                      "openspiel-ismcts:iterations=50")
+    if damage == "config":
+        (folder / "config.json").write_text('{"agents": ["ppo"]}')
+    if damage == "summary":
+        (folder / "summary.json").write_text("{not json")
+    with pytest.raises(L.LeaderboardError, match=message):
+        L.render(tmp_path)
