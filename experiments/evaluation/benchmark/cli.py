@@ -49,6 +49,11 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
                    help="the benchmark folder (default runs/benchmark/SUITE-TIER-AGENT)")
     p.add_argument("--resume", metavar="DIR", default=None,
                    help="continue the benchmark in DIR with its saved agent, suite and tier")
+    p.add_argument("--references", metavar="DIR", default=None,
+                   help="a folder of reference tournaments shared between benchmarks: each "
+                   "cell's reference (the population alone, the same for every agent) is "
+                   "played there once and read by later benchmarks of the suite and tier "
+                   "(a resume keeps the saved one)")
     p.add_argument("--workers", type=int_range(1), default=min(os.cpu_count() or 1, 2))
     p.add_argument("--move-timeout", type=positive_float, default=None, metavar="SECONDS",
                    help="the time each call to an agent may take (a late agent forfeits)")
@@ -81,6 +86,7 @@ def _request(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[Requ
                       args.allow_code)
         timeout = args.move_timeout if args.move_timeout is not None \
             else saved.get("move_timeout")
+        references = args.references or saved.get("references")
         out = Path(args.resume)
     else:
         if not args.agent:
@@ -92,13 +98,19 @@ def _request(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[Requ
                     f"cell, so it asks your consent; if you trust it, add {CONSENT_FLAG} "
                     f"'{agent}'")
         timeout = args.move_timeout
+        references = args.references
         out = Path(args.out or f"runs/benchmark/{Path(suite_name).stem}-{tier}-"
                    f"{_folder_name(agent)}")
     if tier not in TIERS:
         p.error(f"unknown tier {tier!r}: the tiers are {', '.join(TIERS)}")
     suite, digest = load_suite(suite_name)
+    if references is not None and not isinstance(references, str):
+        p.error(f"cannot resume {args.resume!r}: its benchmark.json names no folder of "
+                f"references ({references!r})")
+    if references is not None:
+        references = str(Path(references).resolve())
     return Request(agent, suite_name, suite, digest, tier, args.workers, timeout,
-                   args.on_agent_error), out
+                   args.on_agent_error, references), out
 
 
 def _resume_line(prog: str, out: Path, agent: str) -> str:

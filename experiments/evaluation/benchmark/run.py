@@ -6,7 +6,16 @@ agent at line-up place 0, the population in the others) and ``reference/`` (the 
 alone, on the same seed: the same deals and seeds), then ``scorecard.json``, ``scorecard.md``
 and ``scorecard.png``. The folder is locked for the run; a folder that holds a benchmark is
 refused unless resumed, and a resume continues every cell's tournaments where they stopped
-(:func:`~..tournament.output.run_tournament` with ``resume``), to the same card."""
+(:func:`~..tournament.output.run_tournament` with ``resume``), to the same card.
+
+A cell's reference tournament is the same for every agent. With ``references`` (a folder
+shared between benchmarks) it is played once into
+``REFERENCES/SUITE-DIGEST-TIER[-timeoutT][-stop]/KEY/`` (:func:`reference_folder`) and
+read there by every later benchmark of that suite, tier and setting: a finished one is read,
+checked line by line against the cell (:func:`~..tournament.output.load_results`) and not
+replayed; an unfinished one is resumed. Each tournament folder has one writer at a time, so
+a benchmark that reaches a reference another process is playing stops with an error naming
+it (run it again, or resume, when that one is done)."""
 
 from __future__ import annotations
 
@@ -24,11 +33,14 @@ from ..tournament.config import Entrant, TournamentConfig
 from ..tournament.output import (
     OutputError,
     holds_tournament,
+    load_results,
     prepare_out_dir,
     read_result_lines,
+    read_saved_config,
     run_tournament,
+    settings_differences,
 )
-from ..tournament.schedule import derive
+from ..tournament.schedule import derive, match_tasks
 from .card import SCHEMA, ScoreCard, SuiteRef, cell_card, headline, interval, markdown, plot
 from .suite import PUBLISHED, Cell, Suite
 
@@ -50,11 +62,14 @@ class Request:
     workers: int = 1
     move_timeout: float | None = None
     on_agent_error: str = "forfeit"
+    #: The shared folder of reference tournaments, if any (see the module's docstring).
+    references: str | None = None
 
     def manifest(self) -> dict[str, Any]:
         """``benchmark.json``: what a resume must keep."""
         return {"agent": self.agent, "suite": self.suite_name, "suite_digest": self.digest,
-                "tier": self.tier, "move_timeout": self.move_timeout}
+                "tier": self.tier, "move_timeout": self.move_timeout,
+                "references": self.references}
 
     def command(self) -> str:
         """The command that makes the same card (timings aside)."""
@@ -94,9 +109,37 @@ def cell_configs(req: Request, cell: Cell, out: Path) -> tuple[TournamentConfig,
         on_agent_error=req.on_agent_error)
     mine = TournamentConfig(agents=[Entrant("agent", spec=req.agent), *ref[1:]],
                             out_dir=str(out / "cells" / cell.key / "agent"), **common)
-    theirs = TournamentConfig(agents=list(ref), out_dir=str(out / "cells" / cell.key /
-                                                           "reference"), **common)
+    where = (reference_folder(req, cell) if req.references is not None
+             else out / "cells" / cell.key / "reference")
+    theirs = TournamentConfig(agents=list(ref), out_dir=str(where), **common)
     return mine, theirs
+
+
+def reference_folder(req: Request, cell: Cell) -> Path:
+    """Where a cell's reference tournament lives in the shared ``req.references`` folder:
+    one folder per suite digest, tier and the settings that could change its matches."""
+    name = f"{req.suite.suite}-{req.digest[:16]}-{req.tier}"
+    if req.move_timeout is not None:
+        name += f"-timeout{req.move_timeout:g}"
+    if req.on_agent_error != "forfeit":
+        name += f"-{req.on_agent_error}"
+    return Path(req.references or ".") / name / cell.key
+
+
+def finished_reference(tc: TournamentConfig) -> bool:
+    """Whether a shared reference tournament is there and finished (every planned match,
+    each line checked against ``tc``); one played with other settings is an
+    :class:`OutputError` naming its folder."""
+    folder = Path(tc.out_dir or "")
+    if not (folder / "config.json").is_file():
+        return False
+    diff = settings_differences(read_saved_config(folder), tc)
+    if diff:
+        what = "; ".join(f"{k} {v[0]!r} (this cell: {v[1]!r})" for k, v in diff.items())
+        raise OutputError(f"the reference tournament in {str(folder)!r} is not this cell's: "
+                          f"{what}")
+    lines, cut = load_results(tc, folder)
+    return cut is None and len(lines) == len(match_tasks(tc))
 
 
 def read_manifest(out: Path) -> dict[str, Any]:
@@ -160,12 +203,11 @@ def _play(req: Request, out: Path, progress: bool, say: Callable[[str], None]) -
         say(f"cell {i}/{len(cells)} {cell.key}: {cell.sequences[req.tier]} deal sequences, "
             f"{mine.num_sequences * cell.players} matches each for the agent and the "
             "reference")
-        results = []
-        for tc in (mine, theirs):
-            folder = Path(tc.out_dir or "")
-            results.append(run_tournament(tc, progress=progress,
-                                          resume=holds_tournament(folder)))
-        summary = results[0]
+        summary = run_tournament(mine, progress=progress,
+                                 resume=holds_tournament(mine.out_dir or ""))
+        if req.references is None or not finished_reference(theirs):
+            run_tournament(theirs, progress=progress,
+                           resume=holds_tournament(theirs.out_dir or ""))
         a_lines = read_result_lines(mine.out_dir or "")
         r_lines = read_result_lines(theirs.out_dir or "")
         cards.append(cell_card(cell, summary, a_lines, r_lines, req.suite.bootstrap))

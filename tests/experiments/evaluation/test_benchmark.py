@@ -354,3 +354,50 @@ def test_v1_file_is_installed_as_package_data():
     text = (Path(__file__).parents[3] / "pyproject.toml").read_text()
     assert '"dragons_egg.experiments.evaluation.benchmark" = ["suites/*.json"]' in text
     assert '"dragons_egg.experiments.evaluation.benchmark",' in text
+
+
+# ---------------------------------------------------------------------------------------
+# Shared reference tournaments (--references).
+
+def test_a_shared_reference_is_played_once_and_gives_the_same_cards(tiny, tmp_path, capsys):
+    refs = tmp_path / "refs"
+    alone = bench("heuristic", tiny, tmp_path / "alone", capsys)
+    first = bench("heuristic", tiny, tmp_path / "h", capsys, "--references", str(refs))
+    assert first.untimed() == alone.untimed()
+    assert not (tmp_path / "h" / "cells" / "p2-greedy" / "reference").exists()
+    played = sorted(refs.glob("*/*/results.jsonl"))
+    assert [p.parent.name for p in played] == ["p2-greedy", "p3-mixed"]
+    assert played[0].parent.parent.name.startswith("tiny-") and \
+        played[0].parent.parent.name.endswith("-quick")
+    before = {p: p.read_bytes() for p in played}
+    # another agent reads them: not replayed, not rewritten, its card as if played alone
+    other = bench("random", tiny, tmp_path / "r", capsys, "--references", str(refs))
+    assert other.untimed() == bench("random", tiny, tmp_path / "r-alone", capsys).untimed()
+    assert {p: p.read_bytes() for p in played} == before
+    assert {p.name for p in (tmp_path / "r" / "cells" / "p3-mixed").iterdir()} == {"agent"}
+
+
+def test_an_unfinished_shared_reference_is_resumed(tiny, tmp_path, capsys):
+    refs = tmp_path / "refs"
+    full = bench("greedy", tiny, tmp_path / "g", capsys, "--references", str(refs))
+    lines = next(refs.glob("*/p3-mixed/results.jsonl"))
+    kept = lines.read_text().splitlines(keepends=True)
+    lines.write_text("".join(kept[:7]))
+    again = bench("greedy", tiny, tmp_path / "g2", capsys, "--references", str(refs))
+    assert again.untimed() == full.untimed()
+    assert len(lines.read_text().splitlines()) == len(kept)
+    sittings = [json.loads(x)["sitting"] for x in lines.read_text().splitlines()]
+    assert sittings[:7] == [1] * 7 and set(sittings[7:]) == {2}
+
+
+def test_a_shared_reference_of_other_settings_is_refused_by_name(tiny, tmp_path, capsys):
+    refs = tmp_path / "refs"
+    bench("greedy", tiny, tmp_path / "g", capsys, "--references", str(refs))
+    config = next(refs.glob("*/p2-greedy/config.json"))
+    data = json.loads(config.read_text())
+    data["seed"] += 1
+    config.write_text(json.dumps(data))
+    code, _, err = cli(["random", "--suite", str(tiny), "--out", str(tmp_path / "r"),
+                        "--workers", "1", "--no-progress", "--references", str(refs)], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert f"the reference tournament in '{config.parent}' is not this cell's: seed" in err
