@@ -17,6 +17,11 @@ The head ``"gate"`` (:data:`GATE`, with ``"tribute_by_size"`` only) is a ``pi_ga
 ``(len(TABLE_SIZES), NUM_ACTIONS)``: per table size, a weight on the network's own logit of each
 action (0 lets ``pi_counts`` alone choose those actions at that size).
 
+The head ``"size_embedding"`` (:data:`SIZE_EMBEDDING`, with any other) is a ``size_emb``
+array of ``(len(TABLE_SIZES), hidden[0])``: per table size, a vector added to the first
+layer's pre-activation, a learned embedding of the table size (the trainer's
+``ppo.size_embedding``); it is the same as feeding the network a one-hot of the table size.
+
 Files written before heads were named carry a version instead, which says the same thing
 (:data:`VERSION_HEADS`): 1 none, 2 ``counts``, 3 ``tribute``, 4 ``tribute_by_size`` (and
 ``gate`` when the file holds ``pi_gate``). The feature functions are also the research
@@ -168,8 +173,11 @@ HEADS: dict[str, Head] = {h.name: h for h in (
 #: with the additive head :data:`GATED` only.
 GATE = "gate"
 GATED = "tribute_by_size"
+#: The size-embedding head: ``size_emb``, a per-table-size vector added to the first layer's
+#: pre-activation; allowed with any other head.
+SIZE_EMBEDDING = "size_embedding"
 #: Every head name a policy file may list.
-HEAD_NAMES = (*HEADS, GATE)
+HEAD_NAMES = (*HEADS, GATE, SIZE_EMBEDDING)
 #: The heads of files written before heads were named, by their ``version`` (without
 #: ``pi_counts`` none; ``gate`` is added for a version-4 file that holds ``pi_gate``).
 VERSION_HEADS: dict[int, tuple[str, ...]] = {1: (), 2: ("counts",), 3: ("tribute",),

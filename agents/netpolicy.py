@@ -6,9 +6,10 @@ A checkpoint is one ``.npz`` file: the weights of a multilayer perceptron (``w0`
 ``v_w``/``v_b`` for the value), optionally ``pi_counts`` and ``pi_gate``, the weights of
 the extra logit terms the file's heads name (:mod:`dragons_egg.agents.heads`: ``counts``,
 ``tribute``, ``tribute_by_size`` add ``features(obs) @ pi_counts``; ``gate`` scales the
-network's own logits per table size), and ``meta``, a JSON object with ``format``
-(``"dragons-egg-policy"``), ``version`` (5), ``heads`` (the list of head names, empty for a
-plain network), ``max_players`` (the observation padding it was trained
+network's own logits per table size), optionally ``size_emb`` (head ``size_embedding``: per
+table size, a vector added to the first layer's pre-activation), and ``meta``, a JSON object
+with ``format`` (``"dragons-egg-policy"``), ``version`` (5), ``heads`` (the list of head
+names, empty for a plain network), ``max_players`` (the observation padding it was trained
 with), ``obs_size``, ``num_actions``, ``hidden`` and ``activation``, and whatever provenance the
 trainer records, among it ``rules``: the rule flags it was trained under
 (:meth:`dragons_egg_env.config.RulesConfig.to_dict` without ``num_players``; a file without it,
@@ -66,6 +67,7 @@ from .heads import (
     GATE,
     GATED,
     HEADS,
+    SIZE_EMBEDDING,
     VERSION_HEADS,
     FloatArray,
     additive_head,
@@ -86,7 +88,7 @@ MAX_POLICY_BYTES = 256 * 2**20
 #: The most bytes of the ``meta`` record (JSON: the settings and provenance of the run).
 MAX_META_BYTES = 16 * 2**20
 #: The arrays a policy file may hold (``meta`` and the weights; see the module docstring).
-MEMBER_NAMES = re.compile(r"(meta|[wb]\d+|pi_w|pi_b|v_w|v_b|pi_counts|pi_gate)\.npy")
+MEMBER_NAMES = re.compile(r"(meta|[wb]\d+|pi_w|pi_b|v_w|v_b|pi_counts|pi_gate|size_emb)\.npy")
 
 #: The ``meta`` key of the rules a policy was trained under (rule flags without
 #: ``num_players``: a policy plays every table up to its ``max_players``).
@@ -138,7 +140,8 @@ class NetPolicy:
     def __init__(self, layers: list[tuple[FloatArray, FloatArray]],
                  pi: tuple[FloatArray, FloatArray], v: tuple[FloatArray, FloatArray],
                  meta: dict[str, Any], pi_counts: FloatArray | None = None,
-                 pi_gate: FloatArray | None = None, heads: Sequence[str] = ()) -> None:
+                 pi_gate: FloatArray | None = None, heads: Sequence[str] = (),
+                 size_emb: FloatArray | None = None) -> None:
         self.layers = layers
         self.pi = pi
         self.v = v
@@ -151,8 +154,17 @@ class NetPolicy:
         #: ``(len(TABLE_SIZES), NUM_ACTIONS)``: per table size, the weight on the network's
         #: own logit of each action (head ``gate``), or None (every weight 1).
         self.pi_gate = pi_gate
+        #: ``(len(TABLE_SIZES), hidden[0])``: per table size, the vector added to the first
+        #: layer's pre-activation (head ``size_embedding``), or None.
+        self.size_emb = size_emb
         self._head = additive_head(self.heads)
         _check_head_arrays(self.heads, pi_counts, pi_gate)
+        if (size_emb is not None) != (SIZE_EMBEDDING in self.heads):
+            raise ValueError(f"size_emb is there exactly when the heads name "
+                             f"{SIZE_EMBEDDING!r} (heads: {list(self.heads)})")
+        if size_emb is not None and size_emb.shape != (len(TABLE_SIZES), layers[0][0].shape[1]):
+            raise ValueError(f"size_emb has shape {size_emb.shape}, not (table sizes, first "
+                             f"layer) = {(len(TABLE_SIZES), layers[0][0].shape[1])}")
         #: ``pi_counts`` adds nothing to the play actions (the tribute heads' fits leave those
         #: columns at 0): its term is skipped where no tribute action is legal, exactly.
         self._tribute_only = pi_counts is not None and not pi_counts[:, :ASK_BASE].any()
@@ -176,8 +188,12 @@ class NetPolicy:
 
     def _trunk(self, x: FloatArray) -> FloatArray:
         relu: bool = self.activation != "tanh"
+        emb = None if self.size_emb is None else \
+            self.size_emb[size_index(x, self.max_players)]
         for w, b in self.layers:
             z: FloatArray = x @ w + b
+            if emb is not None:
+                z, emb = z + emb, None
             x = np.maximum(z, np.float32(0.0)) if relu else np.tanh(z)
         return x
 
@@ -264,6 +280,8 @@ class NetPolicy:
             arrays["pi_counts"] = self.pi_counts
         if self.pi_gate is not None:
             arrays["pi_gate"] = self.pi_gate
+        if self.size_emb is not None:
+            arrays["size_emb"] = self.size_emb
         for name, a in arrays.items():
             if not np.isfinite(a).all():
                 raise ValueError(f"refusing to write policy file {path}: its array {name} "
@@ -423,7 +441,8 @@ def _check_shapes(p: Path, shapes: Mapping[str, tuple[int, ...]],
     ok &= shapes["v_w"] == (prev, 1) and shapes["v_b"] == (1,)
     heads = file_heads(p, meta, shapes)
     head = additive_head(heads)
-    for name, named in (("pi_counts", head is not None), ("pi_gate", GATE in heads)):
+    for name, named in (("pi_counts", head is not None), ("pi_gate", GATE in heads),
+                        ("size_emb", SIZE_EMBEDDING in heads)):
         if named and name not in shapes:
             raise PolicyFileError(f"policy file {p} is incomplete: no {name} (its heads are "
                                   f"{list(heads)})")
@@ -434,6 +453,8 @@ def _check_shapes(p: Path, shapes: Mapping[str, tuple[int, ...]],
         ok &= shapes["pi_counts"] == (head.rows, NUM_ACTIONS)
     if GATE in heads:
         ok &= shapes["pi_gate"] == (len(TABLE_SIZES), NUM_ACTIONS)
+    if SIZE_EMBEDDING in heads:
+        ok &= shapes["size_emb"] == (len(TABLE_SIZES), shapes["w0"][-1])
     if not ok:
         raise PolicyFileError(f"policy file {p}: weight shapes do not fit observations of "
                               f"{size} values and {NUM_ACTIONS} actions")
@@ -544,7 +565,8 @@ def _build(p: Path, arrays: dict[str, npt.NDArray[Any]], meta: dict[str, Any]) -
     depth = sum(1 for k in f32 if k.startswith("w"))
     layers = [(f32[f"w{i}"], f32[f"b{i}"]) for i in range(depth)]
     policy = NetPolicy(layers, (f32["pi_w"], f32["pi_b"]), (f32["v_w"], f32["v_b"]), meta,
-                       f32.get("pi_counts"), f32.get("pi_gate"), file_heads(p, meta, f32))
+                       f32.get("pi_counts"), f32.get("pi_gate"), file_heads(p, meta, f32),
+                       f32.get("size_emb"))
     _probe(p, policy)
     return policy
 

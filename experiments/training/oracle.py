@@ -238,7 +238,7 @@ class HandLoss(UpdateHook):
         torch = learner.torch
         obs, target, seats = batch
         model: Any = learner.model
-        logits = model.hand_head(model.trunk(obs))
+        logits = model.hand_head(model.features(obs))
         bce = torch.nn.functional.binary_cross_entropy_with_logits(logits, target,
                                                                    reduction="none")
         with torch.no_grad():

@@ -94,7 +94,7 @@ class ActingPolicy:
     def value(self, obs: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         torch = self.torch
         with torch.no_grad():
-            h = self.model.trunk(torch.from_numpy(obs))
+            h = self.model.features(torch.from_numpy(obs))
             out: npt.NDArray[np.float32] = self.model.v(h).squeeze(-1).numpy()
             return out
 

@@ -106,6 +106,8 @@ from dragons_egg.experiments.training.settings import (
 #: Settings a resumed run cannot change, with the reason: the checkpoint's weights, optimiser
 #: state and league snapshots are arrays of the network they shape.
 FROZEN_ON_RESUME = {"ppo.hidden": "the checkpoint's network has its layer sizes",
+                    "ppo.size_embedding": "the checkpoint's network has its size embedding or "
+                                          "not",
                     "collection.max_players": "the checkpoint's network reads observations of "
                                               "that size",
                     "critic.central_critic": "the checkpoint's network has its critic or not",

@@ -121,6 +121,10 @@ class PPOSettings(SettingsGroup):
     #: fresh run only; a resume loads its checkpoint). The ``exploiters`` plug-in starts its
     #: best responses from the learner so. Empty: random weights.
     init_policy: str = ""
+    #: A learned vector per table size added to the first layer's pre-activation (zeros at
+    #: the start), exported as the policy file's head ``size_embedding``: the lever "a size
+    #: embedding" of issue 49. Off: the network as before, the same initial weights.
+    size_embedding: bool = False
 
     def check(self) -> None:
         super().check()

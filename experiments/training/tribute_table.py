@@ -131,7 +131,7 @@ def giveback_policy(policy: Any, scores: dict[int, np.ndarray], meta: dict[str, 
     play, the pass and the asks at every size, are left exactly as they were. The Egg, where
     the rules let it be given back (R33), scores above every key, as in H9. Among the cards of
     the best key the first legal column is given (suits cannot change the game, R7)."""
-    from dragons_egg.agents.heads import SIZED_TRIBUTE_FEATURES
+    from dragons_egg.agents.heads import SIZE_EMBEDDING, SIZED_TRIBUTE_FEATURES
     from dragons_egg.agents.netpolicy import NetPolicy
 
     if policy.pi_counts is not None or policy.pi_gate is not None:
@@ -156,8 +156,9 @@ def giveback_policy(policy: Any, scores: dict[int, np.ndarray], meta: dict[str, 
                 else:
                     counts[tribute_row("give", group, c, players), col] = \
                         EXPORT_SCALE * score[group * 5 + c]
+    extra = [h for h in policy.heads if h == SIZE_EMBEDDING]  # kept as it is
     return NetPolicy(policy.layers, policy.pi, policy.v, meta, counts, gate,
-                     heads=["tribute_by_size", "gate"])
+                     heads=["tribute_by_size", "gate", *extra], size_emb=policy.size_emb)
 
 
 class GiveBackTable:

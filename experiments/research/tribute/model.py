@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from dragons_egg.agents.heads import (
     GROUPS,
+    SIZE_EMBEDDING,
     TRIBUTE_FEATURES,
     FloatArray,
     IntArray,
@@ -120,8 +121,10 @@ def fitted_policy(policy: NetPolicy, theta: Float64Array, meta: dict[str, Any]) 
             for c in ((3,) if _GIVE[j] else (0, 1, 2)):
                 r = tribute_row(c, COLUMN_GROUP[j])
                 counts[r:r + 5, col] = theta[NCOL + r:NCOL + r + 5]
+    extra = [h for h in policy.heads if h == SIZE_EMBEDDING]  # kept as it is
     return NetPolicy(policy.layers, (w.astype(np.float32), b.astype(np.float32)), policy.v,
-                     meta, counts.astype(np.float32), heads=["tribute"])
+                     meta, counts.astype(np.float32), heads=["tribute", *extra],
+                     size_emb=policy.size_emb)
 
 
 # ---------------------------------------------------------------------------------------
