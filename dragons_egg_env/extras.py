@@ -61,7 +61,7 @@ INCLUDES: dict[str, tuple[str, ...]] = {
     "train": ("vector", "experiments"),
     "rllib": ("experiments",),
     "bench": ("vector",),
-    "test": ("web",),
+    "test": ("web", "openspiel"),
     "all": ("vector", "render", "experiments", "train", "rllib", "web"),
 }
 
