@@ -154,6 +154,15 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
+def _load(path: Path, model: type[BaseModel], what: str) -> Any:
+    """The JSON file ``path`` read against ``model``; a :class:`LeaderboardError` naming the
+    file and why (``not WHAT: ...``) when it cannot be."""
+    try:
+        return model.model_validate(json.loads(path.read_text()))
+    except (OSError, ValueError, ValidationError) as exc:
+        raise LeaderboardError(f"{path}: not {what}: {_first_line(exc)}") from None
+
+
 def read_cards(root: Path = ROOT) -> list[tuple[Path, ScoreCard]]:
     """Every committed score card, with its folder."""
     out = []
@@ -169,27 +178,17 @@ def read_exploits(root: Path = ROOT) -> list[tuple[Path, ExploitRecord]]:
     """Every committed exploitability record, with its folder."""
     out = []
     for path in sorted((root / EXPLOITS).glob("*/exploit.json")):
-        try:
-            out.append((path.parent, ExploitRecord.model_validate(json.loads(path.read_text()))))
-        except (OSError, ValueError, ValidationError) as exc:
-            raise LeaderboardError(f"{path}: not an exploit record: "
-                                   f"{_first_line(exc)}") from None
+        out.append((path.parent, _load(path, ExploitRecord, "an exploit record")))
     return out
 
 
 def read_referee(folder: Path) -> Referee:
     """One referee tournament's folder; a damaged, partial or other tournament is a
     :class:`LeaderboardError` naming the file and why."""
-    def load(name: str, model: type[BaseModel]) -> Any:
-        path = folder / name
-        try:
-            return model.model_validate(json.loads(path.read_text()))
-        except (OSError, ValueError, ValidationError) as exc:
-            raise LeaderboardError(f"{path}: not a tournament's {name}: "
-                                   f"{_first_line(exc)}") from None
-
-    summary: RefereeSummary = load("summary.json", RefereeSummary)
-    config: RefereeConfig = load("config.json", RefereeConfig)
+    summary: RefereeSummary = _load(folder / "summary.json", RefereeSummary,
+                                    "a tournament's summary.json")
+    config: RefereeConfig = _load(folder / "config.json", RefereeConfig,
+                                  "a tournament's config.json")
     where = folder / "summary.json"
     if summary.partial:
         raise LeaderboardError(f"{where}: a partial tournament ({summary.matches} matches); "
