@@ -12,7 +12,8 @@
 #   copies back the run as a session committed it, results/NAME/run/, without overwriting a
 #   file already there.
 # Ctrl-C or SIGTERM stops the trainer with a checkpoint saved. The checkpoint's league (its last
-# five snapshots) is kept where its run kept it, runs/ppo-shipped/policies/.
+# five snapshots) is kept where its run kept it, runs/ppo-shipped/policies/, restored there from
+# git history where a fresh clone lacks it.
 # Used by results/selfplay-{cf,tt,st,egg,2p}/run.sh, each the exact command of its run.
 set -e
 name=${1:?usage: bash results/continue-shipped.sh NAME [TRAIN OPTIONS...]}
@@ -20,8 +21,22 @@ shift
 OUT=${OUT:-runs}
 ckpt="$OUT/$name/checkpoints/latest.pt"
 saved="results/$name/run"  # the run as the last session left it (committed)
+# The league's five snapshots left results/ with the other intermediate snapshots (commit
+# cf9bde2); they are restored from the commit before it, without overwriting a file there.
+league_commit=cf9bde2^
 mkdir -p runs/ppo-shipped/policies
-cp -n results/selfplay-shipped/policies/snapshot_*.npz runs/ppo-shipped/policies/
+for s in 80111760 90143444 100153168 110173614 120179708; do
+  f="runs/ppo-shipped/policies/snapshot_$s.npz"
+  if [ ! -f "$f" ]; then
+    git show "$league_commit:results/selfplay-shipped/policies/snapshot_$s.npz" > "$f.part" || {
+      rm -f "$f.part"
+      echo "continue-shipped.sh: cannot restore the league snapshot $f from git history" \
+        "($league_commit); run it in a full clone of the repository (not a shallow one)" >&2
+      exit 1
+    }
+    mv "$f.part" "$f"
+  fi
+done
 if [ ! -f "$ckpt" ] && [ -f "$saved/checkpoints/latest.pt" ]; then
   mkdir -p "$OUT/$name" && cp -rn "$saved"/. "$OUT/$name/"
 fi
