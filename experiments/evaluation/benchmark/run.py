@@ -13,14 +13,17 @@ shared between benchmarks) it is played once into
 ``REFERENCES/SUITE-DIGEST-TIER[-timeoutT][-stop]/KEY/`` (:func:`reference_folder`) and
 read there by every later benchmark of that suite, tier and setting: a finished one is read,
 checked line by line against the cell (:func:`~..tournament.output.load_results`) and not
-replayed; an unfinished one is resumed. Each tournament folder has one writer at a time, so
-a benchmark that reaches a reference another process is playing stops with an error naming
-it (run it again, or resume, when that one is done)."""
+replayed; an unfinished one is resumed. Each tournament folder has one writer at a time: a
+benchmark that reaches a reference another process is playing says so once and waits for it
+(:data:`REFERENCE_POLL` seconds between looks; Ctrl-C stops the wait like any run), then reads
+what that process finished and plays what it left. It holds the reference folder's lock from
+its check to the end of its own play, so two benchmarks never both play one reference."""
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +46,10 @@ from ..tournament.output import (
 from ..tournament.schedule import derive, match_tasks
 from .card import SCHEMA, ScoreCard, SuiteRef, cell_card, headline, interval, markdown, plot
 from .suite import PUBLISHED, Cell, Suite
+
+#: Seconds between two looks at a shared reference tournament another process is playing.
+REFERENCE_POLL = 5.0
+_sleep = time.sleep  # the wait between looks (a test makes it hand the lock over)
 
 #: What a benchmark folder records of its run.
 MANIFEST = "benchmark.json"
@@ -142,6 +149,32 @@ def finished_reference(tc: TournamentConfig) -> bool:
     return cut is None and len(lines) == len(match_tasks(tc))
 
 
+def shared_reference(tc: TournamentConfig, progress: bool = True,
+                     say: Callable[[str], None] = print) -> None:
+    """A cell's reference tournament in the shared folder: read when finished, else resumed or
+    played, under the folder's lock; while another process holds that lock, wait for it
+    (saying so once), then look again."""
+    lock = FolderLock(tc.out_dir or "", "reference tournament folder")
+    waited = False
+    while True:
+        try:
+            lock.acquire()
+            break
+        except FolderUnwritable as exc:
+            raise OutputError(str(exc)) from None
+        except FolderBusy:
+            if not waited:
+                say(f"waiting for another process to finish the reference tournament in "
+                    f"{tc.out_dir!r} ({lock.holder()})")
+                waited = True
+            _sleep(REFERENCE_POLL)
+    try:
+        if not finished_reference(tc):
+            run_tournament(tc, progress=progress, resume=holds_tournament(tc.out_dir or ""))
+    finally:
+        lock.release()
+
+
 def read_manifest(out: Path) -> dict[str, Any]:
     """A benchmark folder's ``benchmark.json``; an :class:`OutputError` when it has none."""
     path = out / MANIFEST
@@ -205,9 +238,11 @@ def _play(req: Request, out: Path, progress: bool, say: Callable[[str], None]) -
             "reference")
         summary = run_tournament(mine, progress=progress,
                                  resume=holds_tournament(mine.out_dir or ""))
-        if req.references is None or not finished_reference(theirs):
+        if req.references is None:
             run_tournament(theirs, progress=progress,
                            resume=holds_tournament(theirs.out_dir or ""))
+        else:
+            shared_reference(theirs, progress, say)
         a_lines = read_result_lines(mine.out_dir or "")
         r_lines = read_result_lines(theirs.out_dir or "")
         cards.append(cell_card(cell, summary, a_lines, r_lines, req.suite.bootstrap))

@@ -5,6 +5,7 @@ of fast agents, read through the same loader as v1."""
 
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from dragons_egg.experiments.evaluation.benchmark import (
     read_card,
     suite_digest,
 )
+from dragons_egg.experiments.evaluation.benchmark import run as R
 from dragons_egg.experiments.evaluation.benchmark import suite as S
 from dragons_egg.experiments.evaluation.benchmark.cli import main
 from dragons_egg.experiments.evaluation.benchmark.suite import deal_digest
@@ -388,6 +390,57 @@ def test_an_unfinished_shared_reference_is_resumed(tiny, tmp_path, capsys):
     assert len(lines.read_text().splitlines()) == len(kept)
     sittings = [json.loads(x)["sitting"] for x in lines.read_text().splitlines()]
     assert sittings[:7] == [1] * 7 and set(sittings[7:]) == {2}
+
+
+#: A process that holds a folder's writer lock until a file appears (argv: folder, file).
+HOLD = """
+import sys, time
+from pathlib import Path
+from dragons_egg.experiments.common.locks import FolderLock
+lock = FolderLock(sys.argv[1], "reference tournament folder").acquire()
+print("held", flush=True)
+while not Path(sys.argv[2]).exists():
+    time.sleep(0.02)
+lock.release()
+"""
+
+
+def test_a_benchmark_waits_for_a_reference_another_process_is_playing(tiny, tmp_path, capsys,
+                                                                 monkeypatch):
+    refs = tmp_path / "refs"
+    first = bench("greedy", tiny, tmp_path / "g", capsys, "--references", str(refs))
+    folder = next(refs.glob("*/p2-greedy"))
+    lines = folder / "results.jsonl"
+    kept = lines.read_text().splitlines(keepends=True)
+    lines.write_text("".join(kept[:7]))  # as another process had left it, cut short
+    release = tmp_path / "release"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(folder), str(release)],
+                              stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
+        waits = []
+
+        def hand_over(seconds):  # the first wait: the other process lets go and ends
+            waits.append(seconds)
+            release.touch()
+            holder.wait(timeout=60)
+
+        monkeypatch.setattr(R, "_sleep", hand_over)
+        code, out, err = cli(["greedy", "--suite", str(tiny), "--out", str(tmp_path / "g2"),
+                              "--workers", "1", "--no-progress", "--references", str(refs)],
+                             capsys)
+    finally:
+        release.touch()
+        holder.wait(timeout=60)
+    assert code == 0, err
+    assert waits == [R.REFERENCE_POLL]  # it waited once, for that folder alone
+    assert (f"waiting for another process to finish the reference tournament in "
+            f"{str(folder)!r} (pid {holder.pid} on ") in err
+    # then it played what the other left: its 7 matches kept, the rest in a second sitting
+    assert read_card(tmp_path / "g2" / "scorecard.json").untimed() == first.untimed()
+    now = lines.read_text().splitlines(keepends=True)
+    assert now[:7] == kept[:7] and len(now) == len(kept)
+    assert {json.loads(x)["sitting"] for x in now[7:]} == {2}
 
 
 def test_a_shared_reference_of_other_settings_is_refused_by_name(tiny, tmp_path, capsys):
