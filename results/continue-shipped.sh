@@ -24,18 +24,10 @@ saved="results/$name/run"  # the run as the last session left it (committed)
 # The league's five snapshots left results/ with the other intermediate snapshots (commit
 # cf9bde2); they are restored from the commit before it, without overwriting a file there.
 league_commit=cf9bde2^
-mkdir -p runs/ppo-shipped/policies
+. results/restore-from-git.sh
 for s in 80111760 90143444 100153168 110173614 120179708; do
-  f="runs/ppo-shipped/policies/snapshot_$s.npz"
-  if [ ! -f "$f" ]; then
-    git show "$league_commit:results/selfplay-shipped/policies/snapshot_$s.npz" > "$f.part" || {
-      rm -f "$f.part"
-      echo "continue-shipped.sh: cannot restore the league snapshot $f from git history" \
-        "($league_commit); run it in a full clone of the repository (not a shallow one)" >&2
-      exit 1
-    }
-    mv "$f.part" "$f"
-  fi
+  restore_from_git "$league_commit:results/selfplay-shipped/policies/snapshot_$s.npz" \
+    "runs/ppo-shipped/policies/snapshot_$s.npz"
 done
 if [ ! -f "$ckpt" ] && [ -f "$saved/checkpoints/latest.pt" ]; then
   mkdir -p "$OUT/$name" && cp -rn "$saved"/. "$OUT/$name/"

@@ -22,26 +22,15 @@ name=selfplay-12h
 ckpt="$OUT/$name/checkpoints/latest.pt"
 shipped=82635d1^:results/selfplay-2p/run  # the shipped run's folder, before it left results/
 
-restore() {  # restore FILE in the shipped run's folder to PATH, unless PATH is there
-  if [ ! -f "$2" ]; then
-    mkdir -p "$(dirname "$2")"
-    git show "$shipped/$1" > "$2.part" || {
-      rm -f "$2.part"
-      echo "selfplay-12h/run.sh: cannot restore $2 from git history ($shipped/$1);" \
-        "run it in a full clone of the repository (not a shallow one)" >&2
-      exit 1
-    }
-    mv "$2.part" "$2"
-  fi
-}
+. results/restore-from-git.sh
 
 # the league the shipped checkpoint names (its last five snapshots), where its run kept them
 for s in 200584659 210628003 220672379 230724108 240765603; do
-  restore "policies/snapshot_$s.npz" "runs/selfplay-2p/policies/snapshot_$s.npz"
+  restore_from_git "$shipped/policies/snapshot_$s.npz" "runs/selfplay-2p/policies/snapshot_$s.npz"
 done
 if [ -f "$ckpt" ]; then
   exec dragons-egg train --resume "$ckpt"
 fi
-restore checkpoints/latest.pt runs/selfplay-2p/checkpoints/latest.pt
+restore_from_git "$shipped/checkpoints/latest.pt" runs/selfplay-2p/checkpoints/latest.pt
 exec dragons-egg train --resume runs/selfplay-2p/checkpoints/latest.pt --out-dir "$OUT" \
   --run-name "$name" --max-seconds 43200
