@@ -11,7 +11,7 @@ restore_from_git() {
   local blob=$1 dest=$2
   [ -f "$dest" ] && return 0
   mkdir -p "$(dirname "$dest")"
-  if ! git show "$blob" > "$dest.part" 2>/dev/null; then
+  if ! git show "$blob" > "$dest.part"; then
     rm -f "$dest.part"
     echo "$(basename "$0"): cannot restore $dest from git history ($blob);" \
       "run it in a full clone of the repository (not a shallow one)" >&2

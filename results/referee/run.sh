@@ -11,11 +11,12 @@
 # Run from the repository root with the project's venv on PATH.
 set -euo pipefail
 [ $# -gt 0 ] || { echo "usage: bash results/referee/run.sh AGENT-Np..." >&2; exit 2; }
+tag_re='^([a-z0-9-]+)-([2-8])p$'  # AGENT-Np
 for tag in "$@"; do
-  [[ "$tag" =~ ^([a-z0-9-]+)-([2-8])p$ ]] || { echo "bad tag '$tag': want AGENT-Np, N in 2..8" >&2; exit 2; }
+  [[ "$tag" =~ $tag_re ]] || { echo "bad tag '$tag': want AGENT-Np, N in 2..8" >&2; exit 2; }
 done
 for tag in "$@"; do
-  [[ "$tag" =~ ^([a-z0-9-]+)-([2-8])p$ ]]
+  [[ "$tag" =~ $tag_re ]]
   agent=${BASH_REMATCH[1]} n=${BASH_REMATCH[2]}
   out=runs/referee/$tag rec=results/referee/$tag
   if [ -e "$rec/summary.json" ]; then echo "$rec is recorded already; skipped" >&2; continue; fi
